@@ -1,0 +1,126 @@
+// Command mcptasks runs an MCP server with durable tasks locally.
+//
+//	mcptasks [serve] [--addr 127.0.0.1:8080] [--no-worker]   MCP endpoint (+ workers + sweeper)
+//	mcptasks worker                                          workers + sweeper only
+//
+// Configuration comes from environment variables (see README.md); with no
+// REDIS_URL an embedded in-process Redis is used.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/examples"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	if err := run(os.Args[1:], log); err != nil {
+		log.Error("mcptasks failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if v := os.Getenv("MCPTASKS_LOG_LEVEL"); v != "" {
+		_ = l.UnmarshalText([]byte(v))
+	}
+	return l
+}
+
+func run(args []string, log *slog.Logger) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("mcptasks "+cmd, flag.ContinueOnError)
+	defAddr := os.Getenv("MCPTASKS_ADDR")
+	if defAddr == "" {
+		defAddr = "127.0.0.1:8080"
+	}
+	addr := fs.String("addr", defAddr, "listen address (env MCPTASKS_ADDR)")
+	noWorker := fs.Bool("no-worker", false, "serve the MCP endpoint only; run workers with `mcptasks worker`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := bundle.FromEnv(nil)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case "serve":
+		if *noWorker && cfg.RedisURL == "" {
+			return errors.New("--no-worker needs REDIS_URL: with the embedded Redis no other process can run the workers")
+		}
+		return serve(ctx, cfg, log, *addr, !*noWorker)
+	case "worker":
+		if cfg.RedisURL == "" {
+			return errors.New("mcptasks worker needs REDIS_URL: the embedded Redis lives inside one process")
+		}
+		return work(ctx, cfg, log)
+	default:
+		return fmt.Errorf("unknown command %q (want serve or worker)", cmd)
+	}
+}
+
+func serve(ctx context.Context, cfg bundle.Config, log *slog.Logger, addr string, workers bool) error {
+	b, err := bundle.New(ctx, cfg, log, examples.Register)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: b.Handler, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	if workers {
+		wg.Go(func() { b.RunWorkers(ctx, cfg.Workers) })
+		wg.Go(func() { b.RunSweeper(ctx, cfg.SweepEvery) })
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("mcptasks listening", "url", "http://"+ln.Addr().String()+"/mcp", "workers", workers)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shut)
+	wg.Wait()
+	return err
+}
+
+func work(ctx context.Context, cfg bundle.Config, log *slog.Logger) error {
+	b, err := bundle.New(ctx, cfg, log, examples.Register)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	log.Info("mcptasks worker running", "workers", cfg.Workers)
+	var wg sync.WaitGroup
+	wg.Go(func() { b.RunWorkers(ctx, cfg.Workers) })
+	wg.Go(func() { b.RunSweeper(ctx, cfg.SweepEvery) })
+	wg.Wait()
+	return nil
+}

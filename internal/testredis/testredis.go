@@ -1,0 +1,113 @@
+// Package testredis gives tests a real redis-server.
+//
+// [Start] launches redis-server on a free loopback port for the calling test
+// and stops it when the test ends. When REDIS_URL is set it is used instead
+// and nothing is started. When the redis-server binary is missing the test is
+// skipped with a clear message, except under CI (the CI environment variable
+// is set), where a missing Redis is a failure, never a silent skip.
+package testredis
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Start returns a redis:// URL of a running redis-server that lives as long
+// as tb.
+func Start(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redis-server not found on PATH (install it: apt-get install -y redis-server, or set REDIS_URL)"
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	var lastErr error
+	for range 5 {
+		addr, err := start(tb, bin)
+		if err == nil {
+			return "redis://" + addr
+		}
+		lastErr = err
+	}
+	tb.Fatalf("testredis: %v", lastErr)
+	return ""
+}
+
+// start runs one redis-server on a port that was free a moment ago; a lost
+// race for the port is reported as an error so the caller can retry.
+func start(tb testing.TB, bin string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	dir := tb.TempDir()
+	cmd := exec.Command(bin,
+		"--port", fmt.Sprint(port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", dir,
+		"--protected-mode", "yes",
+	)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting redis-server: %w", err)
+	}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		var out strings.Builder
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			if strings.Contains(line, "Ready to accept connections") {
+				ready <- nil
+				for sc.Scan() { // drain so the server never blocks on its log
+				}
+				return
+			}
+		}
+		ready <- fmt.Errorf("redis-server exited before it was ready:\n%s", out.String())
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			_ = cmd.Wait()
+			return "", err
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return "", fmt.Errorf("redis-server did not become ready in 10s")
+	}
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

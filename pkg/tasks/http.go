@@ -1,0 +1,81 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxHeaderCheckBody bounds how much of a tasks/* body is read to check
+// its routing header; larger bodies are left to the transport's own limit.
+const maxHeaderCheckBody = 1 << 20
+
+// CheckRoutingHeaders wraps the MCP endpoint so that tasks/get, tasks/update
+// and tasks/cancel requests carry an Mcp-Name header equal to
+// params.taskId, as the 2026-07-28 transport requires (the go-sdk checks
+// Mcp-Name only for its own methods). A mismatch answers HTTP 400 with
+// JSON-RPC error -32020. The body is read once and handed on unchanged.
+func CheckRoutingHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch strings.TrimSpace(r.Header.Get("Mcp-Method")) {
+		case MethodGet, MethodUpdate, MethodCancel:
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+		if err != nil {
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		if len(body) > maxHeaderCheckBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID *string `json:"taskId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) != nil || msg.Params.TaskID == nil {
+			next.ServeHTTP(w, r) // malformed: the transport answers it
+			return
+		}
+		name, present := r.Header["Mcp-Name"]
+		if len(name) == 1 && strings.TrimSpace(name[0]) == *msg.Params.TaskID {
+			next.ServeHTTP(w, r)
+			return
+		}
+		text := "Mcp-Name header does not match params.taskId"
+		if !present {
+			text = "Mcp-Name header is required for " + msg.Method
+		}
+		writeRPCError(w, http.StatusBadRequest, msg.ID, CodeHeaderMismatch, text)
+	})
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   ErrorObject     `json:"error"`
+	}{"2.0", id, ErrorObject{Code: code, Message: message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

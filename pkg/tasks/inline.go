@@ -1,0 +1,192 @@
+package tasks
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// requestState is what an inline run carries between MRTR rounds. It is
+// signed (HMAC-SHA256 with Options.StateSecret), expires, and is bound to
+// the tool, the principal and the arguments, so a client can neither forge
+// step outcomes nor replay it elsewhere.
+type requestState struct {
+	Tool      string                     `json:"t"`
+	Owner     string                     `json:"o"`
+	ArgsHash  string                     `json:"a"`
+	Expires   int64                      `json:"x"`
+	Journal   []Entry                    `json:"j,omitempty"`
+	Responses map[string]json.RawMessage `json:"r,omitempty"`
+}
+
+func argsHash(args json.RawMessage) string {
+	h := sha256.Sum256(args)
+	return hex.EncodeToString(h[:16])
+}
+
+func (s *Server) signState(st *requestState) (string, error) {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("encoding requestState: %w", err)
+	}
+	m := hmac.New(sha256.New, s.opts.StateSecret)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+var errBadState = &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid requestState"}
+
+func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requestState, error) {
+	body, sig, ok := strings.Cut(raw, ".")
+	if !ok {
+		return nil, errBadState
+	}
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return nil, errBadState
+	}
+	m := hmac.New(sha256.New, s.opts.StateSecret)
+	m.Write(b)
+	if !hmac.Equal(mac, m.Sum(nil)) {
+		return nil, errBadState
+	}
+	var st requestState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, errBadState
+	}
+	if st.Tool != tool || st.Owner != owner || st.ArgsHash != argsHash(args) {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "requestState does not belong to this call"}
+	}
+	if s.now().UnixMilli() > st.Expires {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "requestState expired; start the call again"}
+	}
+	return &st, nil
+}
+
+// startSync prepares a synchronous (inline or preflight) run of t for req.
+func (s *Server) startSync(ctx context.Context, req *mcp.CallToolRequest, t *tool, m mode, owner string, args json.RawMessage) (*run, error) {
+	r := &run{ctx: ctx, mode: m, now: s.now, responses: map[string]json.RawMessage{}}
+	if req.Params.RequestState != "" {
+		st, err := s.openState(req.Params.RequestState, t.name, owner, args)
+		if err != nil {
+			return nil, err
+		}
+		r.journal = st.Journal
+		for k, v := range st.Responses {
+			r.responses[k] = v
+		}
+	}
+	for k, v := range req.Params.InputResponses {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%q]: %v", k, err)}
+		}
+		r.responses[k] = b
+	}
+	return r, nil
+}
+
+// inputRequired renders a suspended synchronous run as an
+// InputRequiredResult whose requestState resumes it.
+func (s *Server) inputRequired(r *run, t *tool, owner string, args json.RawMessage, asked map[string]json.RawMessage) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(asked)
+	if err != nil {
+		return nil, err
+	}
+	var reqs mcp.InputRequestMap
+	if err := json.Unmarshal(b, &reqs); err != nil {
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf("input request not expressible over MRTR: %v", err)}
+	}
+	used := make(map[string]json.RawMessage)
+	for _, e := range r.journal {
+		for _, k := range e.Keys {
+			if v, ok := r.responses[k]; ok {
+				used[k] = v
+			}
+		}
+	}
+	state, err := s.signState(&requestState{Tool: t.name, Owner: owner, ArgsHash: argsHash(args),
+		Expires: s.now().Add(s.opts.StateTTL).UnixMilli(), Journal: r.journal, Responses: used})
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
+}
+
+// callInline runs a task tool within the request, for a client that did
+// not declare the extension: steps run in-process, sleeps sleep, and input
+// goes over MRTR rounds.
+func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *tool) (*mcp.CallToolResult, error) {
+	args, bad := t.validateArgs(req.Params.Arguments)
+	if bad != nil {
+		return bad, nil
+	}
+	owner := s.principal(ctx, req.GetExtra())
+	r, err := s.startSync(ctx, req, t, modeInline, owner, args)
+	if err != nil {
+		return nil, err
+	}
+	out := execute(r, t.bind(args))
+	switch {
+	case out.susp != nil && out.susp.kind == suspendInput:
+		return s.inputRequired(r, t, owner, args, out.susp.park)
+	case out.susp != nil:
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of an inline run"}
+	case out.failure != nil:
+		return nil, &jsonrpc.Error{Code: out.failure.Code, Message: out.failure.Message}
+	case out.err != nil:
+		return nil, asWireError(out.err)
+	}
+	if out.result == nil {
+		out.result = &mcp.CallToolResult{Content: []mcp.Content{}}
+	}
+	return out.result, nil
+}
+
+func asWireError(err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return &jsonrpc.Error{Code: CodeInternalError, Message: err.Error()}
+}
+
+// preflight runs the input steps a GatherInputFirst tool takes before its
+// first durable step. It returns either a result to send now (an
+// InputRequiredResult, or the final result if the handler finished), or
+// the journal and responses to create the task with.
+func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *tool, owner string, args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+	r, err := s.startSync(ctx, req, t, modePreflight, owner, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out := execute(r, t.bind(args))
+	switch {
+	case out.susp != nil && out.susp.kind == suspendInput:
+		res, err := s.inputRequired(r, t, owner, args, out.susp.park)
+		return res, nil, nil, err
+	case out.susp != nil && out.susp.kind == suspendNeedTask:
+		return nil, r.journal, r.responses, nil
+	case out.susp != nil:
+		return nil, nil, nil, &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of a preflight run"}
+	case out.failure != nil:
+		return nil, nil, nil, &jsonrpc.Error{Code: out.failure.Code, Message: out.failure.Message}
+	case out.err != nil:
+		return nil, nil, nil, asWireError(out.err)
+	}
+	if out.result == nil {
+		out.result = &mcp.CallToolResult{Content: []mcp.Content{}}
+	}
+	return out.result, nil, nil, nil
+}
+

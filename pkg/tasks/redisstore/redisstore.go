@@ -1,0 +1,460 @@
+// Package redisstore implements [tasks.Store] on Redis through rueidis.
+//
+// Layout: a task lives in up to four keys sharing the hash tag {id}, so all
+// of them sit in one Cluster slot and every transition is one atomic
+// server-side script over them:
+//
+//	<prefix>{<id>}    hash: the task record
+//	<prefix>{<id>}:p  hash: outstanding input requests (key -> request JSON)
+//	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
+//	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
+//
+// Every key expires at the task's creation time plus its TTL. A sorted set
+// <prefix>due (its own slot, itself expiring) indexes the next time the
+// sweeper must look at each live task; it is only a hint: the sweeper
+// re-derives what to do from the task record.
+package redisstore
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/redis/rueidis"
+)
+
+// Options configures a Store. The zero value is a sane default.
+type Options struct {
+	// Prefix is prepended to every key; empty means "mcptasks:".
+	Prefix string
+	// EnqueueGrace is how long after a task was last handed to the queue
+	// the sweeper assumes the message was lost and enqueues it again.
+	// Zero means 30s.
+	EnqueueGrace time.Duration
+	// IndexTTL is the expiry refreshed on the due index at every write;
+	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
+	IndexTTL time.Duration
+}
+
+// Store is a tasks.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	c        rueidis.Client
+	prefix   string
+	grace    time.Duration
+	indexTTL time.Duration
+}
+
+var _ tasks.Store = (*Store)(nil)
+
+// New returns a Store using c, which the caller owns and closes.
+func New(c rueidis.Client, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = "mcptasks:"
+	}
+	if o.EnqueueGrace == 0 {
+		o.EnqueueGrace = 30 * time.Second
+	}
+	if o.IndexTTL == 0 {
+		o.IndexTTL = 8 * 24 * time.Hour
+	}
+	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+}
+
+func (s *Store) keys(id string) (t, p, j, r string) {
+	base := s.prefix + "{" + id + "}"
+	return base, base + ":p", base + ":j", base + ":r"
+}
+
+func (s *Store) dueKey() string { return s.prefix + "due" }
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// Create implements tasks.Store.
+func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, error) {
+	if nt.Owner == "" {
+		return nil, errors.New("redisstore: create: empty owner")
+	}
+	now := nt.Now.Truncate(time.Millisecond)
+	exp := now.Add(nt.TTL)
+	// Index first: a task must never exist outside the due index, or a lost
+	// enqueue could not be recovered. A dangling entry is cleaned by the
+	// sweeper.
+	if err := s.Schedule(ctx, nt.ID, now.Add(s.grace)); err != nil {
+		return nil, err
+	}
+	t, _, j, r := s.keys(nt.ID)
+	fields := []string{
+		"owner", nt.Owner, "tool", nt.Tool, "args", string(nt.Args),
+		"status", string(tasks.StatusWorking), "created", ms(now), "updated", ms(now),
+		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
+		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
+		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
+	}
+	args := []string{ms(exp), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args = append(args, fields...)
+	for _, e := range nt.Journal {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+		}
+		args = append(args, string(b))
+	}
+	for k, v := range nt.Responses {
+		args = append(args, k, string(v))
+	}
+	n, err := createScript.Exec(ctx, s.c, []string{t, j, r}, args).AsInt64()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
+	}
+	if n == 0 {
+		return nil, tasks.ErrExists
+	}
+	return &tasks.Task{
+		ID: nt.ID, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args,
+		Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now,
+		TTL: nt.TTL, PollInterval: nt.PollInterval,
+	}, nil
+}
+
+// Get implements tasks.Store.
+func (s *Store) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+	t, err := s.Peek(ctx, id)
+	// Compare owners in constant time, and only after the read, so that a
+	// foreign task and an unknown one cost the same and answer the same.
+	if err != nil && !errors.Is(err, tasks.ErrNotFound) {
+		return nil, err
+	}
+	var have string
+	if t != nil {
+		have = t.Owner
+	}
+	if owner == "" || subtle.ConstantTimeCompare([]byte(have), []byte(owner)) != 1 {
+		return nil, tasks.ErrNotFound
+	}
+	return t, nil
+}
+
+// Peek implements tasks.Store.
+func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
+	t, p, _, _ := s.keys(id)
+	res := s.c.DoMulti(ctx,
+		s.c.B().Hgetall().Key(t).Build(),
+		s.c.B().Hgetall().Key(p).Build())
+	h, err := res[0].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
+	}
+	if len(h) == 0 {
+		return nil, tasks.ErrNotFound
+	}
+	pending, err := res[1].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+	}
+	return decodeTask(id, h, pending)
+}
+
+func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
+	if h["owner"] == "" {
+		// A write that raced the key's expiry can leave a partial hash.
+		return nil, tasks.ErrNotFound
+	}
+	msTime := func(k string) time.Time {
+		n, _ := strconv.ParseInt(h[k], 10, 64)
+		if n == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(n).UTC()
+	}
+	msDur := func(k string) time.Duration {
+		n, _ := strconv.ParseInt(h[k], 10, 64)
+		return time.Duration(n) * time.Millisecond
+	}
+	t := &tasks.Task{
+		ID: id, Owner: h["owner"], Tool: h["tool"], Args: json.RawMessage(h["args"]),
+		Status: tasks.Status(h["status"]), StatusMessage: h["msg"],
+		CreatedAt: msTime("created"), UpdatedAt: msTime("updated"),
+		TTL: msDur("ttl"), PollInterval: msDur("poll"),
+		CancelRequested: h["cancel"] == "1",
+		LeaseUntil:      msTime("lease"), WakeAt: msTime("wake"),
+	}
+	if v := h["result"]; v != "" {
+		t.Result = json.RawMessage(v)
+	}
+	if v := h["error"]; v != "" {
+		var e tasks.ErrorObject
+		if err := json.Unmarshal([]byte(v), &e); err != nil {
+			return nil, fmt.Errorf("redisstore: task %s: decoding error: %w", id, err)
+		}
+		t.Error = &e
+	}
+	if t.Status == tasks.StatusInputRequired && len(pending) > 0 {
+		t.InputRequests = make(map[string]json.RawMessage, len(pending))
+		for k, v := range pending {
+			t.InputRequests[k] = json.RawMessage(v)
+		}
+	}
+	return t, nil
+}
+
+// Update implements tasks.Store.
+func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
+	t, p, _, r := s.keys(id)
+	args := make([]string, 0, 2+2*len(responses))
+	args = append(args, owner, ms(now))
+	for k, v := range responses {
+		args = append(args, k, string(v))
+	}
+	n, err := updateScript.Exec(ctx, s.c, []string{t, p, r}, args).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
+	}
+	switch n {
+	case -1:
+		return false, tasks.ErrNotFound
+	case 2:
+		return true, s.Schedule(ctx, id, now.Add(s.grace))
+	}
+	return false, nil
+}
+
+// Cancel implements tasks.Store.
+func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
+	t, p, _, _ := s.keys(id)
+	st, err := cancelScript.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", tasks.ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("redisstore: cancel %s: %w", id, err)
+	}
+	status := tasks.Status(st)
+	if status.Terminal() {
+		if err := s.Schedule(ctx, id, time.Time{}); err != nil {
+			return status, err
+		}
+	}
+	return status, nil
+}
+
+// Claim implements tasks.Store.
+func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+	t, p, j, r := s.keys(id)
+	arr, err := claimScript.Exec(ctx, s.c, []string{t, p, j, r},
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	code, _ := arr[0].ToString()
+	switch code {
+	case "NF":
+		_ = s.Schedule(ctx, id, time.Time{})
+		return nil, tasks.ErrNotFound
+	case "L":
+		return nil, tasks.ErrLeased
+	case "P", "W":
+		wake, _ := arr[3].AsInt64()
+		task := &tasks.Task{ID: id, Status: tasks.StatusWorking}
+		if code == "P" {
+			task.Status = tasks.StatusInputRequired
+		}
+		if wake > 0 {
+			task.WakeAt = time.UnixMilli(wake).UTC()
+		}
+		return &tasks.Claim{Task: task}, nil
+	case "T":
+		h, err := arr[4].AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+		}
+		task, err := decodeTask(id, h, nil)
+		if err != nil {
+			return nil, err
+		}
+		_ = s.Schedule(ctx, id, time.Time{})
+		return &tasks.Claim{Task: task}, nil
+	}
+	gen, _ := arr[1].AsInt64()
+	att, _ := arr[2].AsInt64()
+	h, err := arr[4].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	task, err := decodeTask(id, h, nil)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := arr[5].AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)
+	}
+	journal := make([]tasks.Entry, len(raw))
+	for i, e := range raw {
+		if err := json.Unmarshal([]byte(e), &journal[i]); err != nil {
+			return nil, fmt.Errorf("redisstore: claim %s: journal entry %d: %w", id, i, err)
+		}
+	}
+	resp, err := arr[6].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s responses: %w", id, err)
+	}
+	responses := make(map[string]json.RawMessage, len(resp))
+	for k, v := range resp {
+		responses[k] = json.RawMessage(v)
+	}
+	c := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}
+	if err := s.Schedule(ctx, id, task.LeaseUntil); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Commit implements tasks.Store.
+func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
+	id := c.Task.ID
+	t, p, j, r := s.keys(id)
+	op := "keep"
+	var payload string
+	switch {
+	case ch.Complete != nil:
+		op, payload = "complete", string(ch.Complete)
+	case ch.Fail != nil:
+		b, err := json.Marshal(ch.Fail)
+		if err != nil {
+			return fmt.Errorf("redisstore: encoding error: %w", err)
+		}
+		op, payload = "fail", string(b)
+	case ch.Cancel:
+		op = "cancel"
+	case ch.Park != nil:
+		op = "park"
+	case ch.Release:
+		op = "release"
+	}
+	hasMsg, msg := "0", ""
+	if ch.StatusMessage != nil {
+		hasMsg, msg = "1", *ch.StatusMessage
+	}
+	att := ""
+	if ch.SetAttempts != nil {
+		att = strconv.Itoa(*ch.SetAttempts)
+	}
+	wake := "0"
+	if !ch.WakeAt.IsZero() {
+		wake = ms(ch.WakeAt)
+	}
+	args := []string{strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
+		boolArg(ch.ParkAny), "", strconv.Itoa(len(ch.Append))}
+	for _, e := range ch.Append {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("redisstore: encoding journal: %w", err)
+		}
+		args = append(args, string(b))
+	}
+	for k, v := range ch.Park {
+		args = append(args, k, string(v))
+	}
+	arr, err := commitScript.Exec(ctx, s.c, []string{t, p, j, r}, args).ToArray()
+	if err != nil {
+		return fmt.Errorf("redisstore: commit %s: %w", id, err)
+	}
+	code, _ := arr[0].AsInt64()
+	switch code {
+	case -2:
+		return tasks.ErrNotFound
+	case -1:
+		return tasks.ErrFenced
+	}
+	n, _ := arr[1].AsInt64()
+	st, _ := arr[2].ToString()
+	c.Attempts = int(n)
+	c.Journal = append(c.Journal, ch.Append...)
+	c.Task.Status = tasks.Status(st)
+	c.Task.UpdatedAt = ch.Now
+	if ch.StatusMessage != nil {
+		c.Task.StatusMessage = *ch.StatusMessage
+	}
+	// Keep the sweeper's index in step (a hint; see the package doc).
+	var due time.Time
+	switch {
+	case c.Task.Status.Terminal():
+	case op == "keep":
+		return nil
+	case op == "park":
+		due = c.Task.ExpiresAt()
+		if !ch.WakeAt.IsZero() {
+			due = ch.WakeAt.Add(s.grace)
+		}
+	default:
+		due = maxTime(ch.WakeAt, ch.Now).Add(s.grace)
+	}
+	if op != "keep" || c.Task.Status.Terminal() {
+		c.Task.LeaseUntil = time.Time{}
+	}
+	return s.Schedule(ctx, id, due)
+}
+
+// CancelRequested implements tasks.Store.
+func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
+	t, _, _, _ := s.keys(c.Task.ID)
+	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(t).Field("cancel", "gen", "status").Build()).ToArray()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: cancel flag %s: %w", c.Task.ID, err)
+	}
+	cancel, _ := v[0].ToString()
+	gen, _ := v[1].AsInt64()
+	status, _ := v[2].ToString()
+	return cancel == "1" || gen != c.Gen || tasks.Status(status).Terminal(), nil
+}
+
+// Due implements tasks.Store.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	ids, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.dueKey()).Min("-inf").Max(ms(now)).
+		Byscore().Limit(0, int64(limit)).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: due: %w", err)
+	}
+	return ids, nil
+}
+
+// Schedule implements tasks.Store.
+func (s *Store) Schedule(ctx context.Context, id string, at time.Time) error {
+	var cmd rueidis.Completed
+	if at.IsZero() {
+		cmd = s.c.B().Zrem().Key(s.dueKey()).Member(id).Build()
+	} else {
+		cmd = s.c.B().Zadd().Key(s.dueKey()).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
+	}
+	res := s.c.DoMulti(ctx, cmd,
+		s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build())
+	for _, r := range res {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("redisstore: schedule %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

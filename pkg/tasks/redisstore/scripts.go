@@ -1,0 +1,144 @@
+package redisstore
+
+import "github.com/redis/rueidis"
+
+// Every transition of a task is one of these scripts. KEYS always name keys
+// of one task, which share the hash tag {id}, so the scripts run on Redis
+// Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
+//
+// Task hash fields: owner tool args status msg created updated exp ttl poll
+// result error any cancel lease gen wake att.
+
+const luaTerminal = `
+local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+`
+
+// createScript: KEYS t j r; ARGV exp, nJournal, nResp, fieldPairs..., journal..., respPairs...
+var createScript = rueidis.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local exp = ARGV[1]
+local nj = tonumber(ARGV[2])
+local nr = tonumber(ARGV[3])
+local nf = #ARGV - 3 - nj - 2*nr
+local fields = {}
+for i = 4, 3 + nf do fields[#fields+1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('PEXPIREAT', KEYS[1], exp)
+local base = 3 + nf
+for i = 1, nj do redis.call('RPUSH', KEYS[2], ARGV[base+i]) end
+if nj > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
+base = base + nj
+for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
+if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+return 1
+`)
+
+// updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
+// Responses to a parked task whose input deadline passed are refused, so a
+// worker that replays after the deadline sees a frozen set.
+// Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and resumed.
+var updateScript = rueidis.NewLuaScript(`
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake')
+if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
+if h[2] ~= 'input_required' then return 0 end
+local wake = tonumber(h[5] or '0')
+if wake > 0 and wake <= tonumber(ARGV[2]) then return 0 end
+local n = 0
+for i = 3, #ARGV, 2 do
+  if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
+    n = n + 1
+  end
+end
+if n == 0 then return 0 end
+redis.call('PEXPIREAT', KEYS[3], h[4])
+if h[3] == '1' or redis.call('HLEN', KEYS[2]) == 0 then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
+  return 2
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+return 1
+`)
+
+// cancelScript: KEYS t p; ARGV owner now. Returns the status afterwards or
+// false when not found.
+var cancelScript = rueidis.NewLuaScript(luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
+if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
+if terminal(h[2]) then return h[2] end
+if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'cancel', '1')
+  return h[2]
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+return 'cancelled'
+`)
+
+// claimScript: KEYS t p j r; ARGV now leaseMs.
+// Returns {code, gen, att, wake, taskHash, journal, responses} where code is
+// NF (not found), T (terminal), L (leased), P (parked for input), W
+// (sleeping until wake) or C (claimed).
+var claimScript = rueidis.NewLuaScript(luaTerminal + `
+local now = tonumber(ARGV[1])
+local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
+if not h[1] then return {'NF', 0, 0, 0} end
+local wake = tonumber(h[4] or '0')
+if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
+local lease = tonumber(h[2] or '0')
+if lease > now then return {'L', 0, 0, lease} end
+if h[3] == '1' then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
+end
+if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
+if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
+local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
+local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
+redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
+return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
+`)
+
+// commitScript: KEYS t p j r; ARGV gen now op hasMsg msg attempts payload
+// wake any unused nAppend entries... parkPairs...
+// op: keep | release | park | complete | fail | cancel.
+// Returns {code, att, status}: code 0 ok, -1 fenced, -2 gone. A change that
+// keeps the task alive while cancellation was requested cancels it instead.
+var commitScript = rueidis.NewLuaScript(luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
+if not h[1] then return {-2, 0, ''} end
+if h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or ''} end
+local now, op, exp = ARGV[2], ARGV[3], h[3]
+local att = tonumber(h[4] or '0')
+local n = tonumber(ARGV[11])
+for i = 1, n do redis.call('RPUSH', KEYS[3], ARGV[11+i]) end
+if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'msg', ARGV[5]) end
+if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
+if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'park') then op = 'cancel' end
+if op == 'keep' then
+  redis.call('HSET', KEYS[1], 'updated', now)
+  return {0, att, h[2]}
+end
+local status
+if op == 'release' then
+  status = 'working'
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', ARGV[8], 'updated', now)
+elseif op == 'park' then
+  status = 'input_required'
+  redis.call('DEL', KEYS[2])
+  for i = 12 + n, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
+  redis.call('PEXPIREAT', KEYS[2], exp)
+  redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', ARGV[8], 'updated', now)
+else
+  redis.call('DEL', KEYS[2])
+  if op == 'complete' then status = 'completed'; redis.call('HSET', KEYS[1], 'result', ARGV[7])
+  elseif op == 'fail' then status = 'failed'; redis.call('HSET', KEYS[1], 'error', ARGV[7])
+  else status = 'cancelled' end
+  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
+end
+return {0, att, status}
+`)

@@ -1,0 +1,475 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Support says whether a tool may, or must, run as a task.
+type Support int
+
+const (
+	// Optional tools run as a task for a client that declares the tasks
+	// extension on the request, and inline otherwise.
+	Optional Support = iota
+	// Required tools only run as tasks: a client that does not declare the
+	// extension gets -32021 (missing required client capability).
+	Required
+)
+
+// Options configures a Server. The zero value of every field is a sane
+// default.
+type Options struct {
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// TTL is how long a task stays readable after creation (default 1h,
+	// capped at MaxTTL).
+	TTL time.Duration
+	// PollInterval is the suggested tasks/get interval (default 1s).
+	PollInterval time.Duration
+	// MaxDuration is the platform's limit for one worker invocation
+	// (default 60s). SafetyMargin is kept free of step work at its end for
+	// the final writes (default 10% of MaxDuration, at least 1s).
+	MaxDuration  time.Duration
+	SafetyMargin time.Duration
+	// StepsPerInvocation is how many new Do steps one invocation may run
+	// (default 1: one step per invocation). More steps run only while the
+	// budget lasts.
+	StepsPerInvocation int
+	// MinStepTime: a new step does not start with less budget than this
+	// left (default 1s or half the budget, whichever is smaller).
+	MinStepTime time.Duration
+	// CancelPoll is how often a running step checks for tasks/cancel
+	// (default 250ms). AbandonGrace is how long a step whose context ended
+	// is waited for before it is abandoned (default 1s).
+	CancelPoll   time.Duration
+	AbandonGrace time.Duration
+	// MaxResultBytes bounds a stored result (default 1 MiB).
+	MaxResultBytes int
+	// Principal returns the verified identity behind a request ("" if
+	// none). The default takes the go-sdk TokenInfo's UserID.
+	Principal func(ctx context.Context, extra *mcp.RequestExtra) string
+	// Anonymous lets requests without a principal use tasks, all under one
+	// shared principal: task ids are then the only capability. For local
+	// development only.
+	Anonymous bool
+	// StateSecret signs the requestState of inline input rounds; it must be
+	// the same on every instance. Empty means a random per-process key.
+	StateSecret []byte
+	// StateTTL bounds how long a requestState stays valid (default 10m).
+	StateTTL time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// MaxTTL caps a task's TTL.
+const MaxTTL = 7 * 24 * time.Hour
+
+// anonymousPrincipal owns every task when Options.Anonymous is set.
+const anonymousPrincipal = "anonymous"
+
+func (o *Options) fill() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.TTL <= 0 {
+		o.TTL = time.Hour
+	}
+	o.TTL = min(o.TTL, MaxTTL)
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = 60 * time.Second
+	}
+	if o.SafetyMargin <= 0 {
+		o.SafetyMargin = max(o.MaxDuration/10, time.Second)
+	}
+	if o.SafetyMargin >= o.MaxDuration {
+		o.SafetyMargin = o.MaxDuration / 2
+	}
+	if o.StepsPerInvocation <= 0 {
+		o.StepsPerInvocation = 1
+	}
+	if o.MinStepTime <= 0 {
+		o.MinStepTime = min(time.Second, (o.MaxDuration-o.SafetyMargin)/2)
+	}
+	if o.CancelPoll <= 0 {
+		o.CancelPoll = 250 * time.Millisecond
+	}
+	if o.AbandonGrace <= 0 {
+		o.AbandonGrace = time.Second
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = 1 << 20
+	}
+	if o.StateTTL <= 0 {
+		o.StateTTL = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if len(o.StateSecret) == 0 {
+		o.StateSecret = make([]byte, 32)
+		_, _ = rand.Read(o.StateSecret)
+	}
+}
+
+// Server is an MCP server with the tasks extension: it owns the go-sdk
+// server, the registry of task tools, and the store and queue they use.
+type Server struct {
+	mcp   *mcp.Server
+	store Store
+	queue queue.Queue
+	opts  Options
+	log   *slog.Logger
+	tools map[string]*tool
+}
+
+// New returns a Server whose go-sdk server is built from impl and mcpOpts
+// (nil for defaults), with the tasks extension advertised and its methods
+// installed. Register tools with [AddTool] (task tools) or directly on
+// [Server.MCP] (ordinary tools) before serving.
+func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q queue.Queue, opts *Options) *Server {
+	var so mcp.ServerOptions
+	if mcpOpts != nil {
+		so = *mcpOpts
+	}
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	if so.Capabilities != nil {
+		c := *so.Capabilities
+		caps = &c
+	}
+	caps.AddExtension(ExtensionID, nil)
+	so.Capabilities = caps
+	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool)}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.opts.fill()
+	s.log = s.opts.Logger
+	s.mcp.AddReceivingMiddleware(s.middleware)
+	for _, m := range []string{MethodGet, MethodCancel} {
+		if err := mcp.AddReceivingCustomMethod(s.mcp, m, unreachable[*GetParams]); err != nil {
+			panic(err) // only if the SDK gains these methods
+		}
+	}
+	if err := mcp.AddReceivingCustomMethod(s.mcp, MethodUpdate, unreachable[*UpdateParams]); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// MCP returns the underlying go-sdk server, for ordinary tools, prompts and
+// resources.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Store returns the task store.
+func (s *Server) Store() Store { return s.store }
+
+// Options returns the effective options.
+func (s *Server) Options() Options { return s.opts }
+
+func (s *Server) now() time.Time { return s.opts.Now() }
+
+// unreachable is the registered handler of the tasks methods; the receiving
+// middleware answers them before dispatch, so it only runs if the
+// middleware was bypassed.
+func unreachable[P any](context.Context, *mcp.ServerSession, P) (*Ack, error) {
+	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "tasks method dispatched without the tasks middleware"}
+}
+
+// NewID returns a fresh task id: 128 bits from crypto/rand, base64url.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Handler is a task tool's body: straight-line Go over durable steps.
+type Handler[In any] func(ctx context.Context, s *Step, in In) (*mcp.CallToolResult, error)
+
+// ToolOption configures a task tool.
+type ToolOption func(*tool)
+
+// GatherInputFirst makes input steps that come before the handler's first
+// other step run synchronously over MRTR (InputRequiredResult rounds) before
+// the task is created, as SEP-2663 recommends for tools that need input up
+// front. The task then starts with those answers journaled.
+func GatherInputFirst() ToolOption { return func(t *tool) { t.inputFirst = true } }
+
+type tool struct {
+	name       string
+	support    Support
+	inputFirst bool
+	resolved   *jsonschema.Resolved
+	// bind decodes raw arguments and returns the handler closed over them.
+	bind func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error)
+}
+
+// AddTool registers a task tool. Its input schema is inferred from In when
+// t.InputSchema is nil. The tool is also registered on the go-sdk server, so
+// it is listed and, for clients without the extension, callable inline.
+func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opts ...ToolOption) {
+	tt := *t
+	if tt.InputSchema == nil {
+		schema, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("tasks.AddTool %q: inferring the input schema: %v", t.Name, err))
+		}
+		tt.InputSchema = schema
+	}
+	var schema *jsonschema.Schema
+	switch v := tt.InputSchema.(type) {
+	case *jsonschema.Schema:
+		schema = v
+	default:
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(b, &schema)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("tasks.AddTool %q: input schema: %v", t.Name, err))
+		}
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", t.Name, err))
+	}
+	entry := &tool{name: tt.Name, support: support, resolved: resolved}
+	for _, o := range opts {
+		o(entry)
+	}
+	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
+		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
+			var in In
+			if len(args) > 0 && string(args) != "null" {
+				if err := json.Unmarshal(args, &in); err != nil {
+					return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("decoding arguments: %v", err)}
+				}
+			}
+			return h(ctx, st, in)
+		}
+	}
+	s.tools[tt.Name] = entry
+	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callInline(ctx, req, entry)
+	})
+}
+
+// missingCapability is the -32021 error naming the tasks extension.
+func missingCapability() error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+		"extensions": map[string]any{ExtensionID: map[string]any{}},
+	}})
+	return &jsonrpc.Error{Code: CodeMissingCapabilities,
+		Message: "this request requires the client capability extensions[\"" + ExtensionID + "\"]", Data: data}
+}
+
+func errUnknownTask(id string) error {
+	return &jsonrpc.Error{Code: CodeInvalidParams, Message: "unknown taskId: " + id}
+}
+
+func declaresTasks(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[ExtensionID]
+	return ok
+}
+
+// principal returns the caller's principal, or "" when there is none.
+func (s *Server) principal(ctx context.Context, extra *mcp.RequestExtra) string {
+	var p string
+	if s.opts.Principal != nil {
+		p = s.opts.Principal(ctx, extra)
+	} else if extra != nil && extra.TokenInfo != nil {
+		p = extra.TokenInfo.UserID
+	}
+	if p == "" && s.opts.Anonymous {
+		p = anonymousPrincipal
+	}
+	return p
+}
+
+func (s *Server) enqueue(ctx context.Context, id string, at time.Time) error {
+	if md := s.queue.MaxDelay(); md > 0 {
+		if limit := s.now().Add(md); at.After(limit) {
+			at = limit
+		}
+	}
+	if err := s.queue.Enqueue(ctx, id, at); err != nil {
+		return fmt.Errorf("enqueue %s: %w", id, err)
+	}
+	return nil
+}
+
+// middleware answers tools/call for task tools with a task and serves the
+// tasks/* methods, before the go-sdk dispatches them.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			ctr, ok := req.(*mcp.CallToolRequest)
+			if !ok || ctr.Params == nil {
+				break
+			}
+			t := s.tools[ctr.Params.Name]
+			if t == nil {
+				break
+			}
+			if !declaresTasks(ctr.ClientCapabilities()) {
+				if t.support == Required {
+					return nil, missingCapability()
+				}
+				break // inline, through the registered handler
+			}
+			return s.createTask(ctx, ctr, t)
+		case MethodGet, MethodCancel:
+			r, ok := req.(*mcp.ServerRequest[*GetParams])
+			if !ok {
+				break
+			}
+			if !declaresTasks(r.ClientCapabilities()) {
+				return nil, missingCapability()
+			}
+			if r.Params == nil || r.Params.TaskID == "" {
+				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
+			}
+			owner := s.principal(ctx, r.GetExtra())
+			if method == MethodGet {
+				return s.get(ctx, owner, r.Params.TaskID)
+			}
+			return s.cancel(ctx, owner, r.Params.TaskID)
+		case MethodUpdate:
+			r, ok := req.(*mcp.ServerRequest[*UpdateParams])
+			if !ok {
+				break
+			}
+			if !declaresTasks(r.ClientCapabilities()) {
+				return nil, missingCapability()
+			}
+			if r.Params == nil || r.Params.TaskID == "" {
+				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
+			}
+			return s.update(ctx, s.principal(ctx, r.GetExtra()), r.Params.TaskID, r.Params.InputResponses)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
+	t, err := s.store.Get(ctx, owner, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error("tasks/get failed", "task", id, "err", err)
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+	}
+	return NewDetailedTask(t), nil
+}
+
+func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, error) {
+	_, err := s.store.Cancel(ctx, owner, id, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error("tasks/cancel failed", "task", id, "err", err)
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+	}
+	return &Ack{ResultType: "complete"}, nil
+}
+
+func (s *Server) update(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
+	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error("tasks/update failed", "task", id, "err", err)
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+	}
+	if resumed {
+		if err := s.enqueue(ctx, id, time.Time{}); err != nil {
+			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
+		}
+	}
+	return &Ack{ResultType: "complete"}, nil
+}
+
+// validateArgs applies defaults and validates raw arguments against the
+// tool's schema. A failure is a tool error, as the go-sdk reports it.
+func (t *tool) validateArgs(raw json.RawMessage) (json.RawMessage, *mcp.CallToolResult) {
+	var v map[string]any
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
+		}
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	if err := t.resolved.ApplyDefaults(&v); err != nil {
+		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
+	}
+	if err := t.resolved.Validate(v); err != nil {
+		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, toolErrorResult(err)
+	}
+	return b, nil
+}
+
+func toolErrorResult(err error) *mcp.CallToolResult {
+	var r mcp.CallToolResult
+	r.SetError(err)
+	return &r
+}
+
+// createTask answers a tools/call from a client that declared the
+// extension: it validates the arguments, runs any GatherInputFirst rounds,
+// persists the task, enqueues it and returns the handle.
+func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *tool) (mcp.Result, error) {
+	args, bad := t.validateArgs(req.Params.Arguments)
+	if bad != nil {
+		return bad, nil
+	}
+	owner := s.principal(ctx, req.GetExtra())
+	if owner == "" {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
+	}
+	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
+		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval}
+	if t.inputFirst {
+		res, journal, responses, err := s.preflight(ctx, req, t, owner, args)
+		if res != nil || err != nil {
+			return res, err
+		}
+		nt.Journal, nt.Responses = journal, responses
+	}
+	nt.Now = s.now()
+	task, err := s.store.Create(ctx, nt)
+	if err != nil {
+		s.log.Error("creating a task failed", "tool", t.name, "err", err)
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+	}
+	if err := s.enqueue(ctx, task.ID, time.Time{}); err != nil {
+		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
+	}
+	return NewCreateTaskResult(task), nil
+}

@@ -1,0 +1,235 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Status is the lifecycle state of a task.
+type Status string
+
+// The task states of SEP-2663. Completed, Failed and Cancelled are terminal:
+// once a task reaches one of them it never changes again.
+const (
+	StatusWorking       Status = "working"
+	StatusInputRequired Status = "input_required"
+	StatusCompleted     Status = "completed"
+	StatusFailed        Status = "failed"
+	StatusCancelled     Status = "cancelled"
+)
+
+// Terminal reports whether s is a final state.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// Errors returned by a [Store].
+var (
+	// ErrNotFound means no task with that id is visible to the caller: it
+	// never existed, expired, or belongs to another principal. The three
+	// cases are deliberately indistinguishable.
+	ErrNotFound = errors.New("task not found")
+	// ErrFenced means a worker's write was rejected because another worker
+	// claimed the task since (its generation is stale) or the task reached a
+	// terminal state.
+	ErrFenced = errors.New("task write fenced: claim is stale or task is terminal")
+	// ErrLeased means another worker holds a live lease on the task.
+	ErrLeased = errors.New("task is leased by another worker")
+	// ErrExists means Create was given an id that is already in use.
+	ErrExists = errors.New("task id already exists")
+)
+
+// Task is the durable record of one task, in engine terms. The wire shapes
+// (CreateTaskResult, DetailedTask) are built from it.
+type Task struct {
+	ID    string
+	Owner string // principal that created the task; never empty
+	Tool  string
+	Args  json.RawMessage
+
+	Status        Status
+	StatusMessage string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	TTL           time.Duration // from CreatedAt; the task expires after it
+	PollInterval  time.Duration
+
+	// Result is the final CallToolResult, set when Status is completed.
+	Result json.RawMessage
+	// Error is the JSON-RPC error object, set when Status is failed.
+	Error *ErrorObject
+	// InputRequests are the outstanding input requests (key -> MRTR request
+	// object), set when Status is input_required.
+	InputRequests map[string]json.RawMessage
+
+	// CancelRequested is set by Cancel on a task that a worker was running.
+	CancelRequested bool
+	// LeaseUntil is when the current worker's lease ends (zero if none).
+	LeaseUntil time.Time
+	// WakeAt is when a parked task wants to run again (zero if none).
+	WakeAt time.Time
+}
+
+// ExpiresAt is when the task stops being readable.
+func (t *Task) ExpiresAt() time.Time { return t.CreatedAt.Add(t.TTL) }
+
+// NewTask describes a task to create.
+type NewTask struct {
+	ID           string // from NewID
+	Owner        string
+	Tool         string
+	Args         json.RawMessage
+	TTL          time.Duration
+	PollInterval time.Duration
+	Now          time.Time
+	// Journal and Responses seed the task with steps already taken
+	// synchronously (input gathered over MRTR before the task was created).
+	Journal   []Entry
+	Responses map[string]json.RawMessage
+}
+
+// EntryKind is the kind of a journaled step.
+type EntryKind string
+
+// Journal entry kinds.
+const (
+	KindDo    EntryKind = "do"
+	KindSleep EntryKind = "sleep"
+	KindInput EntryKind = "input"
+)
+
+// Entry is one journaled step. Entries are append-only and ordered; replay
+// matches the handler's n-th step against the n-th entry by name and kind.
+type Entry struct {
+	Name string    `json:"n"`
+	Kind EntryKind `json:"k"`
+	// Value is the step's JSON outcome (Do), nothing for Sleep and Input.
+	Value json.RawMessage `json:"v,omitempty"`
+	// Err is a Do step's final error, replayed as the step's error.
+	Err string `json:"e,omitempty"`
+	// Until is the wake time of a Sleep, or the deadline of an Input (zero
+	// for none).
+	Until time.Time `json:"u,omitzero"`
+	// Keys are the input keys an Input step asked for; Any means it resumes
+	// as soon as one of them is answered.
+	Keys []string `json:"ks,omitempty"`
+	Any  bool     `json:"any,omitempty"`
+}
+
+// Claim is a worker's exclusive, fenced hold on a task.
+type Claim struct {
+	Task *Task
+	// Gen is the fencing generation: every write with this claim is
+	// rejected once another claim has been made.
+	Gen int64
+	// Journal is the task's journal at claim time.
+	Journal []Entry
+	// Responses are the input responses received so far (key -> response).
+	Responses map[string]json.RawMessage
+	// Attempts is how many times the next unjournaled step has been
+	// claimed, this claim included: Claim charges one attempt.
+	Attempts int
+}
+
+// Change is one fenced write by the holder of a claim.
+type Change struct {
+	// Now is the write's timestamp (lastUpdatedAt).
+	Now time.Time
+	// Append adds entries to the journal; the first one gets sequence
+	// number len(Claim.Journal) (plus entries appended earlier on the same
+	// claim).
+	Append []Entry
+	// StatusMessage replaces the status message when non-nil.
+	StatusMessage *string
+	// SetAttempts, when non-nil, sets the attempt counter of the next
+	// unjournaled step (Claim charges one attempt; a finished step resets it).
+	SetAttempts *int
+
+	// Exactly one of the following ends the write (all false/nil: keep the
+	// lease and the status, e.g. to journal a step and go on).
+
+	// Release ends the lease and leaves the task working, to be run again
+	// at WakeAt (zero: now).
+	Release bool
+	// Park ends the lease in input_required with these outstanding
+	// requests; it resumes when all (or, with ParkAny, any) are answered or
+	// at WakeAt (a deadline; zero for none).
+	Park    map[string]json.RawMessage
+	ParkAny bool
+	// Complete, Fail or Cancel make the task terminal.
+	Complete json.RawMessage
+	Fail     *ErrorObject
+	Cancel   bool
+
+	WakeAt time.Time
+}
+
+// Store is the durable, shared state of tasks: the only state shared between
+// the MCP endpoint, workers and the sweeper.
+//
+// Contract, which every implementation must meet and the storetest suite
+// checks:
+//
+//   - Create is durable: when it returns nil, Get finds the task.
+//   - Owner binding: every client operation takes the caller's principal and
+//     answers ErrNotFound when it differs from the task's owner. An empty
+//     principal matches nothing.
+//   - Terminal states never change: Cancel, Update and Commit leave a
+//     completed, failed or cancelled task as it is.
+//   - TTL counts from creation: a task is readable for its whole TTL and
+//     gone after it; every key the store writes expires.
+//   - Update accepts responses only for outstanding keys; answered keys
+//     disappear from InputRequests at once; unknown or already answered
+//     keys are ignored.
+//   - Cancel makes a task that no worker holds cancelled at once; for a
+//     running task it sets CancelRequested, which the worker sees.
+//   - Claims are exclusive and fenced: Claim fails with ErrLeased while
+//     another live lease exists; a Commit under a stale generation fails
+//     with ErrFenced and changes nothing.
+//   - Every transition is atomic.
+type Store interface {
+	// Create persists a new task in status working.
+	Create(ctx context.Context, nt *NewTask) (*Task, error)
+	// Get returns the task if owner owns it.
+	Get(ctx context.Context, owner, id string) (*Task, error)
+	// Update delivers input responses. resumed reports whether the task
+	// left input_required because of them (the caller then enqueues it).
+	Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (resumed bool, err error)
+	// Cancel asks for cancellation and returns the status afterwards.
+	Cancel(ctx context.Context, owner, id string, now time.Time) (Status, error)
+
+	// Claim takes a lease on a runnable task for a worker and charges one
+	// attempt to its next step. A task parked for input (and not past its
+	// deadline) or sleeping is returned without a lease (Gen 0) with its
+	// status and WakeAt only. A task whose
+	// cancellation was requested becomes cancelled here, and Claim returns
+	// it with its terminal status (no lease). A terminal task is returned
+	// as is, without a lease.
+	Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*Claim, error)
+	// Commit applies a fenced change under c and updates c to match.
+	Commit(ctx context.Context, c *Claim, ch *Change) error
+	// CancelRequested reports whether cancellation was requested for the
+	// task held by c (the worker polls it while a step runs).
+	CancelRequested(ctx context.Context, c *Claim) (bool, error)
+
+	// Peek returns a task without an owner check, for the worker and the
+	// sweeper only. It never goes to clients.
+	Peek(ctx context.Context, id string) (*Task, error)
+	// Due returns up to limit ids of tasks whose next attention time is at
+	// or before now (lease expiry, wake time, lost enqueue), for the sweeper.
+	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Schedule sets the next attention time of a task for the sweeper; a
+	// zero time removes the task from the due index.
+	Schedule(ctx context.Context, id string, at time.Time) error
+}
+
+// ErrorObject is a JSON-RPC error object, as stored for a failed task.
+type ErrorObject struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *ErrorObject) Error() string { return e.Message }

@@ -1,0 +1,85 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SweepResult counts what one Sweep did.
+type SweepResult struct {
+	Examined   int // due index entries looked at
+	Enqueued   int // tasks handed to the queue again
+	Forgotten  int // entries of tasks that ended or expired
+	Rescheduled int // entries pushed to a later time
+}
+
+// Sweep is the safety net behind the queue: for every task whose next
+// attention time has passed, it re-derives from the task record what must
+// happen and makes it happen. It re-enqueues tasks whose lease expired (a
+// worker died) or whose enqueue was lost, wakes due timers and input
+// deadlines, and drops index entries of tasks that ended or expired (their
+// keys expire by themselves). It is safe to run concurrently and often; the
+// local server runs it on a ticker, Vercel as a cron, Lambda on a schedule.
+func (s *Server) Sweep(ctx context.Context, limit int) (SweepResult, error) {
+	var res SweepResult
+	if limit <= 0 {
+		limit = 1000
+	}
+	now := s.now()
+	ids, err := s.store.Due(ctx, now, limit)
+	if err != nil {
+		return res, err
+	}
+	grace := s.opts.MaxDuration
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.Examined++
+		t, err := s.store.Peek(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			res.Forgotten++
+			if err := s.store.Schedule(ctx, id, time.Time{}); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("sweep %s: %w", id, err)
+		}
+		var next time.Time
+		switch {
+		case t.Status.Terminal():
+			res.Forgotten++
+		case t.LeaseUntil.After(now):
+			next = t.LeaseUntil
+			res.Rescheduled++
+		case t.Status == StatusInputRequired && (t.WakeAt.IsZero() || t.WakeAt.After(now)):
+			next = t.ExpiresAt()
+			if !t.WakeAt.IsZero() {
+				next = t.WakeAt
+			}
+			res.Rescheduled++
+		case t.WakeAt.After(now):
+			next = t.WakeAt
+			res.Rescheduled++
+		default:
+			// Runnable and nobody holds it: the message was lost, the
+			// worker died, or a timer is due.
+			if err := s.enqueue(ctx, id, time.Time{}); err != nil {
+				return res, err
+			}
+			res.Enqueued++
+			next = now.Add(grace)
+		}
+		if next.After(t.ExpiresAt()) {
+			next = t.ExpiresAt()
+		}
+		if err := s.store.Schedule(ctx, id, next); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,294 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"encoding/json"
+)
+
+// errTaskCancelled is the cause set on a step's context when tasks/cancel
+// arrives while it runs.
+var errTaskCancelled = errors.New("task cancelled")
+
+// AdvanceResult says what one Advance did.
+type AdvanceResult struct {
+	// Status is the task's status afterwards ("" if it is gone).
+	Status Status
+	// Steps is how many new steps ran.
+	Steps int
+	// Skipped is true when nothing was to be done (gone, terminal, leased,
+	// parked or sleeping).
+	Skipped bool
+	// Reason explains a skip.
+	Reason string
+}
+
+// worker holds what Advance needs.
+type worker struct {
+	s   *Server
+	log *slog.Logger
+}
+
+// Advance runs the task id forward by at most Options.StepsPerInvocation new
+// steps, within Options.MaxDuration minus Options.SafetyMargin. It is what a
+// queue-triggered function calls for each message; it is idempotent, so
+// duplicate or late deliveries are harmless. A returned error means the
+// message should be redelivered (the store was unreachable); every outcome
+// of the task itself, including its failure, is a nil error.
+func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) {
+	w := &worker{s: s, log: s.log}
+	start := s.now()
+	budget := start.Add(s.opts.MaxDuration - s.opts.SafetyMargin)
+	c, err := s.store.Claim(ctx, id, start, s.opts.MaxDuration+s.opts.SafetyMargin)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
+	case errors.Is(err, ErrLeased):
+		return AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}, nil
+	case err != nil:
+		return AdvanceResult{}, err
+	}
+	if c.Gen == 0 {
+		res := AdvanceResult{Status: c.Task.Status, Skipped: true}
+		switch {
+		case c.Task.Status.Terminal():
+			res.Reason = "task is " + string(c.Task.Status)
+		case c.Task.Status == StatusInputRequired:
+			res.Reason = "waiting for input"
+		default:
+			res.Reason = "sleeping"
+			if err := w.enqueue(ctx, id, c.Task.WakeAt); err != nil {
+				return res, err
+			}
+		}
+		return res, nil
+	}
+	t := s.tools[c.Task.Tool]
+	rctx, cancel := context.WithDeadline(ctx, budget)
+	defer cancel()
+	r := &run{
+		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
+		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage,
+	}
+	var out outcome
+	if t == nil {
+		out.failure = &ErrorObject{Code: CodeInternalError,
+			Message: fmt.Sprintf("tool %q is not registered in this worker", c.Task.Tool)}
+	} else {
+		out = execute(r, t.bind(c.Task.Args))
+	}
+	// Writes use the caller's context, not the step budget: the safety
+	// margin is there for them.
+	return w.finish(ctx, r, out)
+}
+
+// finish writes how the run ended and enqueues the task's next turn.
+func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult, error) {
+	c := r.claim
+	res := AdvanceResult{Steps: r.newSteps}
+	ch := &Change{Now: w.s.now(), Append: r.pending}
+	if r.statusDirty {
+		ch.StatusMessage = &r.statusMsg
+	}
+	switch {
+	case r.stepDone:
+		ch.SetAttempts = new(int)
+	case !r.charged:
+		n := max(c.Attempts-1, 0)
+		ch.SetAttempts = &n
+	}
+	var enqueueAt time.Time
+	enqueue := false
+	switch {
+	case out.susp != nil:
+		switch out.susp.kind {
+		case suspendStop:
+			res.Status = c.Task.Status
+			return res, nil
+		case suspendContinue:
+			ch.Release, enqueue = true, true
+		case suspendWake:
+			ch.Release, ch.WakeAt, enqueue, enqueueAt = true, out.susp.at, true, out.susp.at
+		case suspendPark:
+			ch.Park, ch.ParkAny, ch.WakeAt = out.susp.park, out.susp.any, out.susp.at
+			if !out.susp.at.IsZero() {
+				enqueue, enqueueAt = true, out.susp.at
+			}
+		case suspendCancelled:
+			ch.Cancel = true
+		default:
+			ch.Fail = &ErrorObject{Code: CodeInternalError, Message: "internal error: unexpected suspension in a worker"}
+		}
+	case out.failure != nil:
+		ch.Fail = out.failure
+	case out.err != nil:
+		ch.Fail = toolError(out.err)
+	default:
+		b, err := encodeResult(out.result)
+		switch {
+		case err != nil:
+			ch.Fail = &ErrorObject{Code: CodeInternalError, Message: err.Error()}
+		case w.s.opts.MaxResultBytes > 0 && len(b) > w.s.opts.MaxResultBytes:
+			ch.Fail = &ErrorObject{Code: CodeInternalError,
+				Message: fmt.Sprintf("tool result of %d bytes exceeds the %d byte limit", len(b), w.s.opts.MaxResultBytes)}
+		default:
+			ch.Complete = b
+		}
+	}
+	if ch.Fail != nil {
+		ch.StatusMessage = &ch.Fail.Message
+	}
+	if err := w.s.store.Commit(ctx, c, ch); err != nil {
+		if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) {
+			w.log.Warn("task write rejected: another worker claimed it or it ended", "task", c.Task.ID)
+			res.Skipped, res.Reason = true, "claim lost"
+			return res, nil
+		}
+		return res, err
+	}
+	res.Status = c.Task.Status
+	if enqueue && !res.Status.Terminal() {
+		if err := w.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
+			// The sweeper re-enqueues it: the write above is what counts.
+			w.log.Warn("enqueue failed; the sweeper will recover the task", "task", c.Task.ID, "err", err)
+		}
+	}
+	return res, nil
+}
+
+// enqueue hands the task to the queue for at, capped at the queue's delay
+// limit: an early wake-up finds the task still sleeping and re-enqueues it,
+// which chains long sleeps.
+func (w *worker) enqueue(ctx context.Context, id string, at time.Time) error {
+	return w.s.enqueue(ctx, id, at)
+}
+
+// commitKeep writes the run's pending journal and status under the claim,
+// keeping the lease. A lost claim or a task that ended unwinds the run.
+func (w *worker) commitKeep(r *run, ch *Change) {
+	ch.Now = w.s.now()
+	ch.Append = r.pending
+	if r.statusDirty {
+		ch.StatusMessage = &r.statusMsg
+	}
+	if err := w.s.store.Commit(r.ctx, r.claim, ch); err != nil {
+		w.log.Warn("task write failed; stopping this run", "task", r.taskID, "err", err)
+		panic(suspend{kind: suspendStop})
+	}
+	r.pending, r.statusDirty = nil, false
+	if r.claim.Task.Status.Terminal() {
+		panic(suspend{kind: suspendStop})
+	}
+}
+
+func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	opts := w.s.opts
+	if r.newSteps >= opts.StepsPerInvocation || time.Until(deadlineOf(r.ctx)) < opts.MinStepTime {
+		panic(suspend{kind: suspendContinue})
+	}
+	r.newSteps++
+	switch {
+	case r.charged:
+		one := 1
+		w.commitKeep(r, &Change{SetAttempts: &one})
+	case r.statusDirty || len(r.pending) > 0:
+		w.commitKeep(r, &Change{})
+	}
+	r.charged, r.stepDone = true, false
+	att := r.claim.Attempts
+	if att > o.attempts {
+		msg := fmt.Sprintf("gave up after %d attempts: the worker died or ran out of time on each", att-1)
+		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: msg})
+		r.stepDone = true
+		return nil, &StepError{Step: name, Message: msg}
+	}
+	v, err, cancelled := w.runStep(r, o, fn)
+	if cancelled {
+		panic(suspend{kind: suspendCancelled})
+	}
+	if err == nil {
+		r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
+		r.stepDone = true
+		return v, nil
+	}
+	var perm *permanentError
+	if errors.As(err, &perm) || att >= o.attempts {
+		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error()})
+		r.stepDone = true
+		return nil, &StepError{Step: name, Message: err.Error()}
+	}
+	w.log.Info("step attempt failed; will retry", "task", r.taskID, "step", name, "attempt", att, "err", err)
+	panic(suspend{kind: suspendWake, at: w.s.now().Add(o.backoff(att))})
+}
+
+// runStep runs one attempt of a step with its deadline, watching for
+// cancellation of the task.
+func (w *worker) runStep(r *run, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
+	ctx := r.ctx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	sctx, scancel := context.WithCancelCause(ctx)
+	defer scancel(nil)
+
+	type result struct {
+		v   json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := callStep(sctx, fn)
+		done <- result{v, err}
+	}()
+	tick := time.NewTicker(w.s.opts.CancelPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case res := <-done:
+			if errors.Is(context.Cause(sctx), errTaskCancelled) {
+				return nil, nil, true
+			}
+			if res.err != nil && sctx.Err() != nil {
+				res.err = fmt.Errorf("step timed out: %w", res.err)
+			}
+			return res.v, res.err, false
+		case <-tick.C:
+			if yes, err := w.s.store.CancelRequested(r.ctx, r.claim); err == nil && yes {
+				scancel(errTaskCancelled)
+			}
+		case <-sctx.Done():
+			// Give the step a moment to notice; then abandon it (its
+			// result, if any, is never written).
+			t := time.NewTimer(w.s.opts.AbandonGrace)
+			select {
+			case res := <-done:
+				t.Stop()
+				if errors.Is(context.Cause(sctx), errTaskCancelled) {
+					return nil, nil, true
+				}
+				if res.err == nil {
+					return res.v, nil, false
+				}
+				return nil, fmt.Errorf("step timed out: %w", res.err), false
+			case <-t.C:
+				if errors.Is(context.Cause(sctx), errTaskCancelled) {
+					return nil, nil, true
+				}
+				return nil, errors.New("step did not return after its context ended; abandoned"), false
+			}
+		}
+	}
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(24 * time.Hour)
+}
