@@ -13,10 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +30,7 @@ import (
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(log)
 	if err := run(os.Args[1:], log); err != nil {
 		log.Error("mcptasks failed", "err", err)
 		os.Exit(1)
@@ -53,12 +57,17 @@ func run(args []string, log *slog.Logger) error {
 	}
 	addr := fs.String("addr", defAddr, "listen address (env MCPTASKS_ADDR)")
 	noWorker := fs.Bool("no-worker", false, "serve the MCP endpoint only; run workers with `mcptasks worker`")
+	appName := fs.String("app", envOr("MCPTASKS_APP", "examples"), "which tools to serve: "+appNames()+" (env MCPTASKS_APP)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg, err := bundle.FromEnv(nil)
 	if err != nil {
 		return err
+	}
+	app, ok := apps()[*appName]
+	if !ok {
+		return fmt.Errorf("unknown --app %q (want one of %s)", *appName, appNames())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -68,19 +77,19 @@ func run(args []string, log *slog.Logger) error {
 		if *noWorker && cfg.RedisURL == "" {
 			return errors.New("--no-worker needs REDIS_URL: with the embedded Redis no other process can run the workers")
 		}
-		return serve(ctx, cfg, log, *addr, !*noWorker)
+		return serve(ctx, cfg, log, app, *addr, !*noWorker)
 	case "worker":
 		if cfg.RedisURL == "" {
 			return errors.New("mcptasks worker needs REDIS_URL: the embedded Redis lives inside one process")
 		}
-		return work(ctx, cfg, log)
+		return work(ctx, cfg, log, app)
 	default:
 		return fmt.Errorf("unknown command %q (want serve or worker)", cmd)
 	}
 }
 
-func serve(ctx context.Context, cfg bundle.Config, log *slog.Logger, addr string, workers bool) error {
-	b, err := bundle.New(ctx, cfg, log, examples.Register)
+func serve(ctx context.Context, cfg bundle.Config, log *slog.Logger, app bundle.App, addr string, workers bool) error {
+	b, err := bundle.New(ctx, cfg, log, app)
 	if err != nil {
 		return err
 	}
@@ -111,8 +120,8 @@ func serve(ctx context.Context, cfg bundle.Config, log *slog.Logger, addr string
 	return err
 }
 
-func work(ctx context.Context, cfg bundle.Config, log *slog.Logger) error {
-	b, err := bundle.New(ctx, cfg, log, examples.Register)
+func work(ctx context.Context, cfg bundle.Config, log *slog.Logger, app bundle.App) error {
+	b, err := bundle.New(ctx, cfg, log, app)
 	if err != nil {
 		return err
 	}
@@ -123,4 +132,23 @@ func work(ctx context.Context, cfg bundle.Config, log *slog.Logger) error {
 	wg.Go(func() { b.RunSweeper(ctx, cfg.SweepEvery) })
 	wg.Wait()
 	return nil
+}
+
+// apps lists the tool sets this binary can serve.
+func apps() map[string]bundle.App {
+	return map[string]bundle.App{
+		"examples": examples.App(),
+	}
+}
+
+func appNames() string {
+	names := slices.Sorted(maps.Keys(apps()))
+	return strings.Join(names, ", ")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -110,12 +110,23 @@ type Bundle struct {
 	log      *slog.Logger
 }
 
-// Register adds tools to a tasks server.
-type Register func(*tasks.Server)
+// App is what a deployment serves: its identity, go-sdk server options
+// (capabilities, completion handler, ...) and the tools, prompts and
+// resources it registers. The same App must be given to every process of a
+// deployment (endpoint and workers), since workers run its task handlers.
+type App struct {
+	// Name is the server name reported in serverInfo (default "mcptasks").
+	Name string
+	// ServerOptions customizes the go-sdk server; nil for defaults.
+	ServerOptions *mcp.ServerOptions
+	// Register adds tools (tasks.AddTool, or s.MCP().AddTool), prompts and
+	// resources.
+	Register func(s *tasks.Server)
+}
 
-// New connects to Redis (or starts the embedded one), and builds the tasks
-// server with the tools from register, and the HTTP handler.
-func New(ctx context.Context, cfg Config, log *slog.Logger, register Register) (*Bundle, error) {
+// New connects to Redis (or starts the embedded one) and builds the tasks
+// server with app's tools, and the HTTP handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -155,7 +166,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, register Register) (
 	}
 	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2})
 	b.Queue = queue.NewRedis(client, &queue.RedisOptions{Key: prefix + "queue", Visibility: cfg.Visibility, Logger: log})
-	b.Tasks = tasks.New(&mcp.Implementation{Name: "mcptasks", Version: Version}, &mcp.ServerOptions{Logger: log},
+	name := app.Name
+	if name == "" {
+		name = "mcptasks"
+	}
+	var so mcp.ServerOptions
+	if app.ServerOptions != nil {
+		so = *app.ServerOptions
+	}
+	if so.Logger == nil {
+		// The go-sdk logs every stateless request at INFO; keep its warnings.
+		so.Logger = slog.New(minLevel{log.Handler(), slog.LevelWarn})
+	}
+	b.Tasks = tasks.New(&mcp.Implementation{Name: name, Version: Version}, &so,
 		store, b.Queue, &tasks.Options{
 			Logger:             log,
 			TTL:                cfg.TaskTTL,
@@ -165,8 +188,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, register Register) (
 			StateSecret:        []byte(cfg.StateSecret),
 			Anonymous:          true, // until auth is configured
 		})
-	if register != nil {
-		register(b.Tasks)
+	if app.Register != nil {
+		app.Register(b.Tasks)
 	}
 	b.Handler = endpoint.New(b.Tasks.MCP(), &endpoint.Options{
 		Logger:         log,
@@ -217,3 +240,19 @@ func (b *Bundle) Close() {
 		b.Embedded.Close()
 	}
 }
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }

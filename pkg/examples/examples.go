@@ -6,9 +6,12 @@ package examples
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,13 +36,21 @@ type Confirmation struct {
 	Confirm bool `json:"confirm" jsonschema:"delete the file?"`
 }
 
+// App is the example deployment: the example tools under the name
+// "mcptasks".
+func App() bundle.App { return bundle.App{Name: "mcptasks", Register: Register} }
+
 // Register adds the example tools to s:
 //
 //   - greet (sync): "Hello, {name}!".
 //   - slow_compute (task, optional): sleeps `seconds` durably, then reports.
 //   - confirm_delete (task, optional): asks the user to confirm through an
 //     input round, then "deletes" the file.
+//   - batch_report (task, optional): processes `steps` parts, one durable
+//     step each.
 func Register(s *tasks.Server) {
+	tasks.AddTool(s, &mcp.Tool{Name: "batch_report", Description: "Processes a report in `steps` parts, one durable step per part."},
+		tasks.Optional, batchReport)
 	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "greet", Description: "Greets someone, synchronously."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in GreetArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("Hello, %s!", in.Name)), nil, nil
@@ -74,6 +85,50 @@ func Register(s *tasks.Server) {
 			}
 			return text(fmt.Sprintf("deleted %s", in.Filename)), nil
 		})
+}
+
+// BatchArgs are the arguments of batch_report.
+type BatchArgs struct {
+	Steps      int `json:"steps" jsonschema:"how many parts to process (1-100)"`
+	StepMillis int `json:"stepMillis,omitempty" jsonschema:"how long each part takes, in milliseconds"`
+}
+
+// batchReport processes a report part by part, one durable step each. Each
+// part logs "running step" when its closure runs, so a reader of the logs
+// sees that no journaled part is ever processed twice.
+func batchReport(ctx context.Context, st *tasks.Step, in BatchArgs) (*mcp.CallToolResult, error) {
+	if in.Steps < 1 || in.Steps > 100 {
+		return nil, &jsonrpc.Error{Code: -32602, Message: "steps must be between 1 and 100"}
+	}
+	total := 0
+	for i := 1; i <= in.Steps; i++ {
+		st.Status(fmt.Sprintf("processing part %d of %d", i, in.Steps))
+		name := fmt.Sprintf("part-%d", i)
+		n, err := tasks.Do(st, name, func(ctx context.Context) (int, error) {
+			slog.InfoContext(ctx, "running step", "task", st.TaskID(), "step", name)
+			if err := sleepCtx(ctx, time.Duration(in.StepMillis)*time.Millisecond); err != nil {
+				return 0, err
+			}
+			return i * i, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		total += n
+	}
+	st.Status("done")
+	return text(fmt.Sprintf("processed %d parts, checksum %d", in.Steps, total)), nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -189,4 +189,3 @@ func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *too
 	}
 	return out.result, nil, nil, nil
 }
-

@@ -34,13 +34,13 @@ const (
 type suspendKind int
 
 const (
-	suspendContinue suspendKind = iota // step budget used: run again now
-	suspendWake                        // sleep or retry backoff: run again at `at`
-	suspendPark                        // wait for input (durable)
-	suspendCancelled                   // the task was cancelled
-	suspendStop                        // the claim was lost: write nothing
-	suspendInput                       // inline/preflight: ask over MRTR
-	suspendNeedTask                    // preflight: a durable step is next
+	suspendContinue  suspendKind = iota // step budget used: run again now
+	suspendWake                         // sleep or retry backoff: run again at `at`
+	suspendPark                         // wait for input (durable)
+	suspendCancelled                    // the task was cancelled
+	suspendStop                         // the claim was lost: write nothing
+	suspendInput                        // inline/preflight: ask over MRTR
+	suspendNeedTask                     // preflight: a durable step is next
 )
 
 type suspend struct {

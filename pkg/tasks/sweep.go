@@ -9,9 +9,9 @@ import (
 
 // SweepResult counts what one Sweep did.
 type SweepResult struct {
-	Examined   int // due index entries looked at
-	Enqueued   int // tasks handed to the queue again
-	Forgotten  int // entries of tasks that ended or expired
+	Examined    int // due index entries looked at
+	Enqueued    int // tasks handed to the queue again
+	Forgotten   int // entries of tasks that ended or expired
 	Rescheduled int // entries pushed to a later time
 }
 

@@ -1,0 +1,508 @@
+package queue_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
+)
+
+// visibility is the short visibility timeout of the contract runs.
+const visibility = 300 * time.Millisecond
+
+// patience bounds waits for something that must happen; only a hang or a
+// lost message reaches it.
+const patience = 15 * time.Second
+
+// backends are the Redis servers every test runs against: a real
+// redis-server (the production target) and the embedded miniredis (the
+// local default).
+var backends = []struct {
+	name   string
+	client func(t *testing.T) rueidis.Client
+}{
+	{"redis-server", realRedis},
+	{"miniredis", embeddedRedis},
+}
+
+func realRedis(t *testing.T) rueidis.Client {
+	t.Helper()
+	opt, err := rueidis.ParseURL(testredis.Start(t))
+	if err != nil {
+		t.Fatalf("parse redis url: %v", err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("redis client: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func embeddedRedis(t *testing.T) rueidis.Client {
+	t.Helper()
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		t.Fatalf("start miniredis: %v", err)
+	}
+	t.Cleanup(m.Close)
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{m.Addr()},
+		ForceSingleClient: true,
+		DisableCache:      true,
+	})
+	if err != nil {
+		t.Fatalf("miniredis client: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// uniqueKey is a queue key private to t, also across runs on a shared
+// REDIS_URL.
+func uniqueKey(t *testing.T) string {
+	return "queuetest:" + t.Name() + ":" + rand.Text()[:8]
+}
+
+func logger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), nil))
+}
+
+// TestRedisContract runs the shared queue contract on both backends.
+func TestRedisContract(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c := b.client(t)
+			queuetest.Run(t, func(t *testing.T) queuetest.Harness {
+				return harness{
+					q: queue.NewRedis(c, &queue.RedisOptions{
+						Key:        uniqueKey(t),
+						Visibility: visibility,
+						Poll:       20 * time.Millisecond,
+						Logger:     logger(t),
+					}),
+					vis: visibility,
+				}
+			})
+		})
+	}
+}
+
+// harness adapts the pull-style Redis queue to the contract.
+type harness struct {
+	q   *queue.Redis
+	vis time.Duration
+}
+
+func (h harness) Queue() queue.Queue        { return h.q }
+func (h harness) Redelivery() time.Duration { return h.vis }
+
+func (h harness) Next(ctx context.Context) (queuetest.Delivery, error) {
+	for {
+		d, ok, wait, err := h.q.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return delivery{q: h.q, d: d}, nil
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+type delivery struct {
+	q *queue.Redis
+	d queue.Delivery
+}
+
+func (d delivery) TaskID() string                { return d.d.TaskID }
+func (d delivery) Ack(ctx context.Context) error { return d.q.Ack(ctx, d.d) }
+func (d delivery) Retry(ctx context.Context, at time.Time) error {
+	return d.q.Retry(ctx, d.d, at)
+}
+
+// TestRedis covers what is specific to the Redis adapter: Receive's idle
+// answer, the sorted set's state, the key's expiry, and Consume.
+func TestRedis(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, c rueidis.Client)
+	}{
+		{"MaxDelayIsUnlimited", testMaxDelay},
+		{"ReceiveOnEmptyQueue", testReceiveEmpty},
+		{"ReceiveBeforeDue", testReceiveBeforeDue},
+		{"AckRemovesMember", testAckRemoves},
+		{"DedupKeepsOneMemberAtEarliest", testDedupState},
+		{"KeyExpires", testKeyExpires},
+		{"KeyExpiresByDefault", testKeyExpiresByDefault},
+		{"ConsumeDeliversEveryID", testConsumeAll},
+		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
+		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c := b.client(t)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, c)
+				})
+			}
+		})
+	}
+}
+
+func zcard(t *testing.T, c rueidis.Client, key string) int64 {
+	t.Helper()
+	n, err := c.Do(t.Context(), c.B().Zcard().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("ZCARD: %v", err)
+	}
+	return n
+}
+
+func pttl(t *testing.T, c rueidis.Client, key string) time.Duration {
+	t.Helper()
+	ms, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("PTTL: %v", err)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func mustEnqueue(t *testing.T, q *queue.Redis, id string, at time.Time) {
+	t.Helper()
+	if err := q.Enqueue(t.Context(), id, at); err != nil {
+		t.Fatalf("Enqueue(%q): %v", id, err)
+	}
+}
+
+// receive polls Receive until it returns a message, which must be want.
+func receive(t *testing.T, q *queue.Redis, want string) queue.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		d, ok, wait, err := q.Receive(t.Context())
+		if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		if ok {
+			if d.TaskID != want {
+				t.Fatalf("Receive = %q, want %q", d.TaskID, want)
+			}
+			return d
+		}
+		time.Sleep(max(wait, time.Millisecond))
+	}
+	t.Fatalf("%q never received", want)
+	return queue.Delivery{}
+}
+
+func testMaxDelay(t *testing.T, c rueidis.Client) {
+	if got := queue.NewRedis(c, nil).MaxDelay(); got != 0 {
+		t.Errorf("MaxDelay() = %v, want 0 (a sorted set holds any delay)", got)
+	}
+}
+
+// An empty queue answers "nothing", without error, and a positive wait no
+// longer than the poll interval.
+func testReceiveEmpty(t *testing.T, c rueidis.Client) {
+	poll := 40 * time.Millisecond
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: uniqueKey(t), Poll: poll})
+	d, ok, wait, err := q.Receive(t.Context())
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	if ok {
+		t.Fatalf("Receive on an empty queue = ok, delivery %+v", d)
+	}
+	if wait <= 0 || wait > poll {
+		t.Errorf("wait = %v, want in (0, %v]", wait, poll)
+	}
+}
+
+// A message due in 300 ms is not received before its time: Receive says
+// not ok with a wait no longer than the time left, then it comes.
+func testReceiveBeforeDue(t *testing.T, c rueidis.Client) {
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: uniqueKey(t), Poll: 5 * time.Second})
+	at := time.Now().Add(300 * time.Millisecond)
+	mustEnqueue(t, q, "delayed", at)
+	left := time.Until(at)
+	d, ok, wait, err := q.Receive(t.Context())
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	switch {
+	case ok && (d.TaskID != "delayed" || time.Now().UnixMilli() < at.UnixMilli()):
+		t.Fatalf("Receive = %q before it was due", d.TaskID)
+	case ok:
+		t.Log("machine too slow to observe the not-yet-due state")
+	case wait <= 0 || wait > left+time.Millisecond:
+		t.Errorf("wait = %v, want in (0, %v]: the time until the message is due", wait, left)
+	}
+	if !ok {
+		receive(t, q, "delayed")
+		if now := time.Now(); now.UnixMilli() < at.UnixMilli() {
+			t.Errorf("received %v early", at.Sub(now))
+		}
+	}
+}
+
+// A received message stays in the set (hidden) until it is acknowledged,
+// and the Ack removes it.
+func testAckRemoves(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	mustEnqueue(t, q, "x", time.Time{})
+	d := receive(t, q, "x")
+	if n := zcard(t, c, key); n != 1 {
+		t.Errorf("while handled: ZCARD = %d, want 1 (the message stays until acknowledged)", n)
+	}
+	if _, ok, _, err := q.Receive(t.Context()); err != nil || ok {
+		t.Errorf("second Receive while handled: ok=%v err=%v, want hidden", ok, err)
+	}
+	if err := q.Ack(t.Context(), d); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if n := zcard(t, c, key); n != 0 {
+		t.Errorf("after Ack: ZCARD = %d, want 0", n)
+	}
+}
+
+// Enqueueing one id several times keeps one member, scored at the earliest
+// time asked for.
+func testDedupState(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	now := time.Now()
+	early := now.Add(time.Hour)
+	mustEnqueue(t, q, "x", now.Add(2*time.Hour))
+	mustEnqueue(t, q, "x", early)
+	mustEnqueue(t, q, "x", now.Add(3*time.Hour))
+	if n := zcard(t, c, key); n != 1 {
+		t.Errorf("ZCARD = %d, want 1", n)
+	}
+	score, err := c.Do(t.Context(), c.B().Zscore().Key(key).Member("x").Build()).AsFloat64()
+	if err != nil {
+		t.Fatalf("ZSCORE: %v", err)
+	}
+	if int64(score) != early.UnixMilli() {
+		t.Errorf("due at %v, want the earliest %v", time.UnixMilli(int64(score)), early)
+	}
+}
+
+// Every enqueue sets the key's expiry, and receiving or retrying keeps it.
+func testKeyExpires(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, KeyTTL: time.Hour})
+	mustEnqueue(t, q, "x", time.Time{})
+	mustEnqueue(t, q, "y", time.Now().Add(time.Minute))
+	if ttl := pttl(t, c, key); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("after Enqueue: PTTL = %v, want in (0, 1h]", ttl)
+	}
+	d := receive(t, q, "x")
+	if ttl := pttl(t, c, key); ttl <= 0 {
+		t.Errorf("after Receive: PTTL = %v, want > 0", ttl)
+	}
+	if err := q.Retry(t.Context(), d, time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+	if ttl := pttl(t, c, key); ttl <= 0 {
+		t.Errorf("after Retry: PTTL = %v, want > 0", ttl)
+	}
+}
+
+// With default options the key still expires (8 days).
+func testKeyExpiresByDefault(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	mustEnqueue(t, q, "x", time.Time{})
+	if ttl := pttl(t, c, key); ttl <= 0 || ttl > 8*24*time.Hour {
+		t.Errorf("PTTL = %v, want in (0, 8 days]", ttl)
+	}
+}
+
+// runConsume starts Consume. cancel ends its context; wait waits
+// (generously) for Consume to return.
+func runConsume(t *testing.T, q *queue.Redis, n int, h queue.Handler) (cancel, wait func()) {
+	t.Helper()
+	ctx, cancelCtx := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.Consume(ctx, n, h)
+	}()
+	t.Cleanup(func() { cancelCtx(); <-done })
+	return cancelCtx, func() {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(patience):
+			t.Fatal("Consume did not return after its context was cancelled")
+		}
+	}
+}
+
+// Four consumers run at once and deliver every one of 200 ids; Consume
+// returns when its context is cancelled, with every message acknowledged.
+func testConsumeAll(t *testing.T, c rueidis.Client) {
+	const total, consumers = 200, 4
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	want := make(map[string]bool, total)
+	for i := range total {
+		id := fmt.Sprintf("task-%03d", i)
+		want[id] = true
+		mustEnqueue(t, q, id, time.Time{})
+	}
+
+	var (
+		mu         sync.Mutex
+		seen       = make(map[string]int, total)
+		unexpected []string
+		calls      atomic.Int64
+		arrived    atomic.Int64
+		together   = make(chan struct{})
+		allSeen    = make(chan struct{})
+	)
+	cancel, wait := runConsume(t, q, consumers, func(ctx context.Context, id string) error {
+		// The first four calls wait for each other: they only all return
+		// if four consumers really run at once.
+		if calls.Add(1) <= consumers {
+			if arrived.Add(1) == consumers {
+				close(together)
+			}
+			select {
+			case <-together:
+			case <-time.After(patience):
+				t.Errorf("only %d of %d consumers ran at once", arrived.Load(), consumers)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !want[id] {
+			unexpected = append(unexpected, id)
+			return nil
+		}
+		seen[id]++
+		if seen[id] == 1 && len(seen) == total {
+			close(allSeen)
+		}
+		return nil
+	})
+	select {
+	case <-allSeen:
+	case <-time.After(patience):
+	}
+	cancel()
+	wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(unexpected) > 0 {
+		t.Errorf("handler called %d times with ids never enqueued, e.g. %q", len(unexpected), unexpected[0])
+	}
+	if len(seen) != total {
+		t.Fatalf("delivered %d of %d ids", len(seen), total)
+	}
+	if n := zcard(t, c, key); n != 0 {
+		t.Errorf("after Consume returned: ZCARD = %d, want 0 (every handled message acknowledged)", n)
+	}
+}
+
+// A handler error makes the message due again soon (well before the
+// one-minute visibility timeout); once handled, it is acknowledged.
+func testConsumeHandlerError(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	mustEnqueue(t, q, "flaky", time.Time{})
+	var calls atomic.Int64
+	var other atomic.Int64
+	handled := make(chan struct{})
+	cancel, wait := runConsume(t, q, 2, func(ctx context.Context, id string) error {
+		if id != "flaky" {
+			other.Add(1)
+			return nil
+		}
+		switch calls.Add(1) {
+		case 1:
+			return errors.New("transient failure")
+		case 2:
+			close(handled)
+		}
+		return nil
+	})
+	select {
+	case <-handled:
+	case <-time.After(patience):
+		t.Errorf("message not redelivered after a handler error (handler calls: %d)", calls.Load())
+	}
+	cancel()
+	wait()
+	if n := other.Load(); n > 0 {
+		t.Errorf("handler called %d times with ids never enqueued", n)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("handler called %d times, want 2 (one failure, one success)", n)
+	}
+	if n := zcard(t, c, key); n != 0 {
+		t.Errorf("after success: ZCARD = %d, want 0", n)
+	}
+}
+
+// Cancelling Consume's context does not cancel the handler running at that
+// moment: the message finishes, is acknowledged, then Consume returns.
+func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	mustEnqueue(t, q, "slow", time.Time{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var handlerCtxErr error
+	var once sync.Once
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) error {
+		if id != "slow" {
+			t.Errorf("handler called with %q, never enqueued", id)
+			return nil
+		}
+		once.Do(func() { close(started) })
+		<-release
+		handlerCtxErr = ctx.Err()
+		return nil
+	})
+	select {
+	case <-started:
+	case <-time.After(patience):
+		t.Fatal("message never delivered")
+	}
+	cancel() // shutdown while the message is being handled
+	close(release)
+	wait()
+	if handlerCtxErr != nil {
+		t.Errorf("handler context ended by Consume's cancellation: %v", handlerCtxErr)
+	}
+	if n := zcard(t, c, key); n != 0 {
+		t.Errorf("after shutdown: ZCARD = %d, want 0 (the running message acknowledged)", n)
+	}
+}
