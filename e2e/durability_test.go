@@ -42,7 +42,7 @@ func TestKillWorkerMidStep(t *testing.T) {
 	c := newClient(api.addr, true)
 
 	var created task
-	c.call(t, "tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 5, "stepMillis": 700}}).decode(t, &created)
+	c.Call(t, "tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 5, "stepMillis": 700}}).Decode(t, &created)
 	if created.TaskID == "" {
 		t.Fatalf("no task created")
 	}
@@ -59,7 +59,7 @@ func TestKillWorkerMidStep(t *testing.T) {
 	before := stepRuns(created.TaskID, killedLog)
 
 	w2 := start(t, env, "worker")
-	done := c.waitFor(t, created.TaskID, 60*time.Second, terminal)
+	done := c.WaitFor(t, created.TaskID, 60*time.Second, terminal)
 	if done.Status != "completed" || !strings.Contains(string(done.Result), "checksum 55") {
 		t.Fatalf("final task %+v result %s", done, done.Result)
 	}
@@ -89,11 +89,11 @@ func TestTwoWorkersOneTask(t *testing.T) {
 	var ids []string
 	for range 4 {
 		var created task
-		c.call(t, "tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 4, "stepMillis": 20}}).decode(t, &created)
+		c.Call(t, "tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 4, "stepMillis": 20}}).Decode(t, &created)
 		ids = append(ids, created.TaskID)
 	}
 	for _, id := range ids {
-		if done := c.waitFor(t, id, 60*time.Second, terminal); done.Status != "completed" {
+		if done := c.WaitFor(t, id, 60*time.Second, terminal); done.Status != "completed" {
 			t.Fatalf("task %s ended %s", id, done.Status)
 		}
 		runs := stepRuns(id, w1.Log(), w2.Log())

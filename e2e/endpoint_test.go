@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // TestDiscoverAndList checks the foundation over HTTP against the real
@@ -15,7 +17,7 @@ func TestDiscoverAndList(t *testing.T) {
 	p := start(t, nil)
 	c := newClient(p.addr, false)
 
-	r := c.call(t, "server/discover", nil)
+	r := c.Call(t, "server/discover", nil)
 	if r.HTTP != 200 {
 		t.Fatalf("discover: HTTP %d", r.HTTP)
 	}
@@ -30,7 +32,7 @@ func TestDiscoverAndList(t *testing.T) {
 			Version string `json:"version"`
 		} `json:"_meta"`
 	}
-	r.decode(t, &d)
+	r.Decode(t, &d)
 	if !slices.Contains(d.SupportedVersions, "2026-07-28") {
 		t.Errorf("supportedVersions = %v, want 2026-07-28 among them", d.SupportedVersions)
 	}
@@ -64,7 +66,7 @@ func TestDiscoverAndList(t *testing.T) {
 			Description string `json:"description"`
 		} `json:"tools"`
 	}
-	c.call(t, "tools/list", nil).decode(t, &list)
+	c.Call(t, "tools/list", nil).Decode(t, &list)
 	var names []string
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
@@ -88,16 +90,16 @@ func TestTaskOverHTTP(t *testing.T) {
 	p := start(t, nil)
 	c := newClient(p.addr, true)
 
-	r := c.call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 1, "label": "e2e"}})
+	r := c.Call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 1, "label": "e2e"}})
 	var raw map[string]json.RawMessage
-	r.decode(t, &raw)
+	r.Decode(t, &raw)
 	for _, k := range []string{"result", "error", "inputRequests", "requestState", "task", "ttl", "pollInterval"} {
 		if _, ok := raw[k]; ok {
 			t.Errorf("CreateTaskResult has key %q: %s", k, r.Result)
 		}
 	}
 	var created task
-	r.decode(t, &created)
+	r.Decode(t, &created)
 	if created.ResultType != "task" || created.TaskID == "" || created.Status != "working" {
 		t.Fatalf("CreateTaskResult = %s", r.Result)
 	}
@@ -112,11 +114,11 @@ func TestTaskOverHTTP(t *testing.T) {
 	}
 
 	// Durable create: tasks/get resolves immediately.
-	got := c.get(t, created.TaskID)
+	got := c.Get(t, created.TaskID)
 	if got.TaskID != created.TaskID || got.ResultType != "complete" {
 		t.Fatalf("immediate tasks/get = %+v", got)
 	}
-	done := c.waitFor(t, created.TaskID, 20*time.Second, terminal)
+	done := c.WaitFor(t, created.TaskID, 20*time.Second, terminal)
 	if done.Status != "completed" {
 		t.Fatalf("final status %q, want completed (%+v)", done.Status, done)
 	}
@@ -132,13 +134,13 @@ func TestTaskOverHTTP(t *testing.T) {
 
 	// Without the extension: a synchronous CallToolResult.
 	sync := newClient(p.addr, false)
-	r = sync.call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "inline"}})
+	r = sync.Call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "inline"}})
 	var inline struct {
 		ResultType string            `json:"resultType"`
 		TaskID     string            `json:"taskId"`
 		Content    []json.RawMessage `json:"content"`
 	}
-	r.decode(t, &inline)
+	r.Decode(t, &inline)
 	if inline.ResultType != "complete" || inline.TaskID != "" || len(inline.Content) == 0 {
 		t.Fatalf("inline call = %s", r.Result)
 	}
@@ -150,13 +152,13 @@ func TestErrorCodes(t *testing.T) {
 	with := newClient(p.addr, true)
 	without := newClient(p.addr, false)
 
-	r := with.call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 30}})
+	r := with.Call(t, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 30}})
 	var created task
-	r.decode(t, &created)
+	r.Decode(t, &created)
 
 	cases := []struct {
 		name     string
-		c        *client
+		c        *mcptest.Client
 		method   string
 		params   map[string]any
 		override []string
@@ -175,7 +177,7 @@ func TestErrorCodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := tc.c.call(t, tc.method, tc.params, tc.override...)
+			r := tc.c.Call(t, tc.method, tc.params, tc.override...)
 			if r.Error == nil {
 				t.Fatalf("got result %s, want error %d", r.Result, tc.code)
 			}
@@ -189,11 +191,11 @@ func TestErrorCodes(t *testing.T) {
 	}
 
 	// The rejected requests changed nothing: the task is still there.
-	if got := with.get(t, created.TaskID); got.Status != "working" {
+	if got := with.Get(t, created.TaskID); got.Status != "working" {
 		t.Errorf("after the error probes the task is %q, want working", got.Status)
 	}
 	// A legacy task param on tools/call is ignored.
-	r = with.call(t, "tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "legacy"},
+	r = with.Call(t, "tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "legacy"},
 		"task": map[string]any{"ttl": 60000, "pollInterval": 100}})
 	var g struct {
 		ResultType string `json:"resultType"`
@@ -201,20 +203,20 @@ func TestErrorCodes(t *testing.T) {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	r.decode(t, &g)
+	r.Decode(t, &g)
 	if g.ResultType != "complete" || len(g.Content) != 1 || g.Content[0].Text != "Hello, legacy!" {
 		t.Errorf("greet with legacy task param = %s", r.Result)
 	}
 	// Cancel of a sleeping task is immediate, and idempotent once terminal.
 	for range 2 {
-		r = with.call(t, "tasks/cancel", map[string]any{"taskId": created.TaskID})
+		r = with.Call(t, "tasks/cancel", map[string]any{"taskId": created.TaskID})
 		var ack map[string]json.RawMessage
-		r.decode(t, &ack)
+		r.Decode(t, &ack)
 		if string(ack["resultType"]) != `"complete"` || len(ack) > 2 {
 			t.Errorf("cancel ack = %s, want only resultType (and _meta)", r.Result)
 		}
 	}
-	if got := with.get(t, created.TaskID); got.Status != "cancelled" {
+	if got := with.Get(t, created.TaskID); got.Status != "cancelled" {
 		t.Errorf("after cancel the task is %q, want cancelled", got.Status)
 	}
 }
@@ -225,8 +227,8 @@ func TestInputRound(t *testing.T) {
 	p := start(t, nil)
 	c := newClient(p.addr, true)
 	var created task
-	c.call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "a.txt"}}).decode(t, &created)
-	parked := c.waitFor(t, created.TaskID, 10*time.Second, func(tk task) bool { return tk.Status == "input_required" || terminal(tk) })
+	c.Call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "a.txt"}}).Decode(t, &created)
+	parked := c.WaitFor(t, created.TaskID, 10*time.Second, func(tk task) bool { return tk.Status == "input_required" || terminal(tk) })
 	if parked.Status != "input_required" || len(parked.InputRequests) != 1 {
 		t.Fatalf("parked = %+v", parked)
 	}
@@ -235,27 +237,27 @@ func TestInputRound(t *testing.T) {
 		key = k
 	}
 	var ack map[string]json.RawMessage
-	c.call(t, "tasks/update", map[string]any{"taskId": created.TaskID, "inputResponses": map[string]any{
+	c.Call(t, "tasks/update", map[string]any{"taskId": created.TaskID, "inputResponses": map[string]any{
 		"unknown-key": map[string]any{"ignored": true},
 		key:           map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
-	}}).decode(t, &ack)
+	}}).Decode(t, &ack)
 	if string(ack["resultType"]) != `"complete"` {
 		t.Fatalf("update ack = %v", ack)
 	}
-	done := c.waitFor(t, created.TaskID, 10*time.Second, terminal)
+	done := c.WaitFor(t, created.TaskID, 10*time.Second, terminal)
 	if done.Status != "completed" || !strings.Contains(string(done.Result), "deleted a.txt") {
 		t.Fatalf("done = %+v result %s", done, done.Result)
 	}
 
 	// Inline: round 1 asks over MRTR, round 2 answers with the requestState.
 	in := newClient(p.addr, false)
-	in.caps["elicitation"] = map[string]any{}
+	in.Caps["elicitation"] = map[string]any{}
 	var r1 struct {
 		ResultType    string                     `json:"resultType"`
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
 	}
-	in.call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"}}).decode(t, &r1)
+	in.Call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"}}).Decode(t, &r1)
 	if r1.ResultType != "input_required" || len(r1.InputRequests) != 1 || r1.RequestState == "" {
 		t.Fatalf("round 1 = %+v", r1)
 	}
@@ -268,14 +270,14 @@ func TestInputRound(t *testing.T) {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	in.call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"},
+	in.Call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"},
 		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}},
-		"requestState":   r1.RequestState}).decode(t, &r2)
+		"requestState":   r1.RequestState}).Decode(t, &r2)
 	if r2.ResultType != "complete" || len(r2.Content) == 0 || r2.Content[0].Text != "deleted b.txt" {
 		t.Fatalf("round 2 = %+v", r2)
 	}
 	// A tampered requestState is refused.
-	bad := in.call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"},
+	bad := in.Call(t, "tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "b.txt"},
 		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}},
 		"requestState":   r1.RequestState + "x"})
 	if bad.Error == nil || bad.Error.Code != -32602 {

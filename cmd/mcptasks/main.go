@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/examples"
+	"github.com/mcptasks/mcptasks/pkg/examples/conformance"
 )
 
 func main() {
@@ -137,7 +138,8 @@ func work(ctx context.Context, cfg bundle.Config, log *slog.Logger, app bundle.A
 // apps lists the tool sets this binary can serve.
 func apps() map[string]bundle.App {
 	return map[string]bundle.App{
-		"examples": examples.App(),
+		"examples":    examples.App(),
+		"conformance": conformance.App(),
 	}
 }
 

@@ -335,7 +335,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				break // inline, through the registered handler
 			}
-			return s.createTask(ctx, ctr, t)
+			res, err := s.createTask(ctx, ctr, t)
+			return middlewareCallResult(res), err
 		case MethodGet, MethodCancel:
 			r, ok := req.(*mcp.ServerRequest[*GetParams])
 			if !ok {
