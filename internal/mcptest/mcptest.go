@@ -45,7 +45,7 @@ type Response struct {
 }
 
 // Decode fails the test on a JSON-RPC error and decodes the result into v.
-func (r *Response) Decode(t *testing.T, v any) {
+func (r *Response) Decode(t testing.TB, v any) {
 	t.Helper()
 	if r.Error != nil {
 		t.Fatalf("unexpected JSON-RPC error %d: %s", r.Error.Code, r.Error.Message)
@@ -58,7 +58,7 @@ func (r *Response) Decode(t *testing.T, v any) {
 // Call sends method with params (a map; _meta is added) and headers as the
 // conformance client does: Mcp-Method always, Mcp-Name for named methods.
 // override replaces headers after the defaults.
-func (c *Client) Call(t *testing.T, method string, params map[string]any, override ...string) *Response {
+func (c *Client) Call(t testing.TB, method string, params map[string]any, override ...string) *Response {
 	t.Helper()
 	c.id++
 	if params == nil {
@@ -133,7 +133,7 @@ type Task struct {
 }
 
 // Get returns the task id through tasks/get.
-func (c *Client) Get(t *testing.T, id string) Task {
+func (c *Client) Get(t testing.TB, id string) Task {
 	t.Helper()
 	var tk Task
 	c.Call(t, "tasks/get", map[string]any{"taskId": id}).Decode(t, &tk)
@@ -141,7 +141,7 @@ func (c *Client) Get(t *testing.T, id string) Task {
 }
 
 // WaitFor polls tasks/get until cond holds or the deadline passes.
-func (c *Client) WaitFor(t *testing.T, id string, within time.Duration, cond func(Task) bool) Task {
+func (c *Client) WaitFor(t testing.TB, id string, within time.Duration, cond func(Task) bool) Task {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -76,6 +77,43 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 
 func (s *Store) dueKey() string { return s.prefix + "due" }
 
+// exec runs sc in one round trip together with the commands in before and
+// after (pipelined in that order), and returns the script's result. The
+// script is sent as EVALSHA; on a server that has not seen it yet (NOSCRIPT)
+// it is run again through rueidis, which loads it.
+func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed) (rueidis.RedisResult, error) {
+	cmds := make([]rueidis.Completed, 0, len(before)+1+len(after))
+	cmds = append(cmds, before...)
+	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	cmds = append(cmds, after...)
+	res := s.c.DoMulti(ctx, cmds...)
+	for i, r := range res {
+		if i == len(before) {
+			continue
+		}
+		if err := r.Error(); err != nil {
+			return r, err
+		}
+	}
+	out := res[len(before)]
+	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		out = sc.lua.Exec(ctx, s.c, keys, args)
+	}
+	return out, out.Error()
+}
+
+// schedule returns the commands that set a task's next attention time in
+// the due index (a zero time removes it) and refresh the index's expiry.
+func (s *Store) schedule(id string, at time.Time) []rueidis.Completed {
+	var cmd rueidis.Completed
+	if at.IsZero() {
+		cmd = s.c.B().Zrem().Key(s.dueKey()).Member(id).Build()
+	} else {
+		cmd = s.c.B().Zadd().Key(s.dueKey()).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
+	}
+	return []rueidis.Completed{cmd, s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build()}
+}
+
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // Create implements tasks.Store.
@@ -85,12 +123,6 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	}
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
-	// Index first: a task must never exist outside the due index, or a lost
-	// enqueue could not be recovered. A dangling entry is cleaned by the
-	// sweeper.
-	if err := s.Schedule(ctx, nt.ID, now.Add(s.grace)); err != nil {
-		return nil, err
-	}
 	t, _, j, r := s.keys(nt.ID)
 	fields := []string{
 		"owner", nt.Owner, "tool", nt.Tool, "args", string(nt.Args),
@@ -111,7 +143,14 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	for k, v := range nt.Responses {
 		args = append(args, k, string(v))
 	}
-	n, err := createScript.Exec(ctx, s.c, []string{t, j, r}, args).AsInt64()
+	// Index first (in the same pipeline): a task must never exist outside the
+	// due index, or a lost enqueue could not be recovered. A dangling entry
+	// is cleaned by the sweeper.
+	res, err := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	var n int64
+	if err == nil {
+		n, err = res.AsInt64()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
 	}
@@ -214,7 +253,7 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	n, err := updateScript.Exec(ctx, s.c, []string{t, p, r}, args).AsInt64()
+	n, err := updateScript.lua.Exec(ctx, s.c, []string{t, p, r}, args).AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
 	}
@@ -230,7 +269,7 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 // Cancel implements tasks.Store.
 func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
 	t, p, _, _ := s.keys(id)
-	st, err := cancelScript.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
+	st, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", tasks.ErrNotFound
 	}
@@ -249,8 +288,15 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 // Claim implements tasks.Store.
 func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
 	t, p, j, r := s.keys(id)
-	arr, err := claimScript.Exec(ctx, s.c, []string{t, p, j, r},
-		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}).ToArray()
+	// The due index moves to the lease's end in the same round trip; if the
+	// claim does not take (parked, sleeping, leased), the sweeper merely
+	// looks at the task early and re-derives its time.
+	res, err := s.exec(ctx, claimScript, []string{t, p, j, r},
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.schedule(id, now.Add(lease)))
+	var arr []rueidis.RedisMessage
+	if err == nil {
+		arr, err = res.ToArray()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
 	}
@@ -311,11 +357,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	for k, v := range resp {
 		responses[k] = json.RawMessage(v)
 	}
-	c := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}
-	if err := s.Schedule(ctx, id, task.LeaseUntil); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}, nil
 }
 
 // Commit implements tasks.Store.
@@ -364,7 +406,27 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	for k, v := range ch.Park {
 		args = append(args, k, string(v))
 	}
-	arr, err := commitScript.Exec(ctx, s.c, []string{t, p, j, r}, args).ToArray()
+	// Keep the sweeper's index in step, in the same round trip (a hint; see
+	// the package doc).
+	var after []rueidis.Completed
+	switch op {
+	case "keep":
+	case "complete", "fail", "cancel":
+		after = s.schedule(id, time.Time{})
+	case "park":
+		due := c.Task.ExpiresAt()
+		if !ch.WakeAt.IsZero() {
+			due = ch.WakeAt.Add(s.grace)
+		}
+		after = s.schedule(id, due)
+	default:
+		after = s.schedule(id, maxTime(ch.WakeAt, ch.Now).Add(s.grace))
+	}
+	res, err := s.exec(ctx, commitScript, []string{t, p, j, r}, args, nil, after)
+	var arr []rueidis.RedisMessage
+	if err == nil {
+		arr, err = res.ToArray()
+	}
 	if err != nil {
 		return fmt.Errorf("redisstore: commit %s: %w", id, err)
 	}
@@ -384,24 +446,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if ch.StatusMessage != nil {
 		c.Task.StatusMessage = *ch.StatusMessage
 	}
-	// Keep the sweeper's index in step (a hint; see the package doc).
-	var due time.Time
-	switch {
-	case c.Task.Status.Terminal():
-	case op == "keep":
-		return nil
-	case op == "park":
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
-	default:
-		due = maxTime(ch.WakeAt, ch.Now).Add(s.grace)
-	}
 	if op != "keep" || c.Task.Status.Terminal() {
 		c.Task.LeaseUntil = time.Time{}
 	}
-	return s.Schedule(ctx, id, due)
+	return nil
 }
 
 // CancelRequested implements tasks.Store.
@@ -429,15 +477,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, er
 
 // Schedule implements tasks.Store.
 func (s *Store) Schedule(ctx context.Context, id string, at time.Time) error {
-	var cmd rueidis.Completed
-	if at.IsZero() {
-		cmd = s.c.B().Zrem().Key(s.dueKey()).Member(id).Build()
-	} else {
-		cmd = s.c.B().Zadd().Key(s.dueKey()).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
-	}
-	res := s.c.DoMulti(ctx, cmd,
-		s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build())
-	for _, r := range res {
+	for _, r := range s.c.DoMulti(ctx, s.schedule(id, at)...) {
 		if err := r.Error(); err != nil {
 			return fmt.Errorf("redisstore: schedule %s: %w", id, err)
 		}

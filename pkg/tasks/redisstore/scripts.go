@@ -1,8 +1,32 @@
 package redisstore
 
-import "github.com/redis/rueidis"
+import (
+	"crypto/sha1"
+	"encoding/hex"
 
-// Every transition of a task is one of these scripts. KEYS always name keys
+	"github.com/redis/rueidis"
+)
+
+// script is a server-side script with its SHA1, so that it can be sent as
+// EVALSHA inside a pipeline (see Store.exec).
+type script struct {
+	lua *rueidis.Lua
+	sha string
+}
+
+func newScript(src string, retryable bool) script {
+	sum := sha1.Sum([]byte(src))
+	l := rueidis.NewLuaScript(src)
+	if retryable {
+		l = rueidis.NewLuaScriptRetryable(src)
+	}
+	return script{lua: l, sha: hex.EncodeToString(sum[:])}
+}
+
+// Every transition of a task is one of these scripts. Update and Cancel
+// are idempotent (a repeat changes nothing more), so rueidis may retry them
+// on a connection error; Create, Claim and Commit are not, and never are.
+// KEYS always name keys
 // of one task, which share the hash tag {id}, so the scripts run on Redis
 // Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
 //
@@ -14,7 +38,7 @@ local function terminal(s) return s == 'completed' or s == 'failed' or s == 'can
 `
 
 // createScript: KEYS t j r; ARGV exp, nJournal, nResp, fieldPairs..., journal..., respPairs...
-var createScript = rueidis.NewLuaScript(`
+var createScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
 local nj = tonumber(ARGV[2])
@@ -31,13 +55,13 @@ base = base + nj
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 return 1
-`)
+`, false)
 
 // updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
 // Responses to a parked task whose input deadline passed are refused, so a
 // worker that replays after the deadline sees a frozen set.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and resumed.
-var updateScript = rueidis.NewLuaScript(`
+var updateScript = newScript(`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
 if h[2] ~= 'input_required' then return 0 end
@@ -59,11 +83,11 @@ if h[3] == '1' or redis.call('HLEN', KEYS[2]) == 0 then
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
 return 1
-`)
+`, true)
 
 // cancelScript: KEYS t p; ARGV owner now. Returns the status afterwards or
 // false when not found.
-var cancelScript = rueidis.NewLuaScript(luaTerminal + `
+var cancelScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
 if terminal(h[2]) then return h[2] end
@@ -74,13 +98,13 @@ end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 return 'cancelled'
-`)
+`, true)
 
 // claimScript: KEYS t p j r; ARGV now leaseMs.
 // Returns {code, gen, att, wake, taskHash, journal, responses} where code is
 // NF (not found), T (terminal), L (leased), P (parked for input), W
 // (sleeping until wake) or C (claimed).
-var claimScript = rueidis.NewLuaScript(luaTerminal + `
+var claimScript = newScript(luaTerminal+`
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
 if not h[1] then return {'NF', 0, 0, 0} end
@@ -99,14 +123,14 @@ local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
 local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
 redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
-`)
+`, false)
 
 // commitScript: KEYS t p j r; ARGV gen now op hasMsg msg attempts payload
 // wake any unused nAppend entries... parkPairs...
 // op: keep | release | park | complete | fail | cancel.
 // Returns {code, att, status}: code 0 ok, -1 fenced, -2 gone. A change that
 // keeps the task alive while cancellation was requested cancels it instead.
-var commitScript = rueidis.NewLuaScript(luaTerminal + `
+var commitScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
 if not h[1] then return {-2, 0, ''} end
 if h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or ''} end
@@ -141,4 +165,4 @@ else
   redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
 end
 return {0, att, status}
-`)
+`, false)

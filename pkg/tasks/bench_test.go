@@ -1,0 +1,134 @@
+package tasks_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func registerNoop(steps int) func(*tasks.Server) {
+	return func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "noop", Description: "no-op steps"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				for i := range steps {
+					if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						return nil, err
+					}
+				}
+				return text("ok"), nil
+			})
+		tasks.AddTool(s, &mcp.Tool{Name: "ask", Description: "one input round"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				_, err := st.Input("q", map[string]tasks.InputRequest{"q": {Method: "elicitation/create",
+					Params: map[string]any{"mode": "form", "message": "?", "requestedSchema": map[string]any{"type": "object"}}}})
+				return text("ok"), err
+			})
+	}
+}
+
+// BenchmarkWorkflow10Steps measures worker throughput: a no-op 10-step
+// workflow advanced one step per invocation (Advance called directly, as a
+// queue-triggered function would), and the Redis round trips per step.
+func BenchmarkWorkflow10Steps(b *testing.B) {
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) {
+			h := newHarness(b, backend, tasks.Options{}, registerNoop(10))
+			ctx := context.Background()
+			ids := make([]string, b.N)
+			for i := range ids {
+				var tk mcptest.Task
+				h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &tk)
+				ids[i] = tk.TaskID
+			}
+			h.rc.Reset()
+			b.ResetTimer()
+			steps := 0
+			for _, id := range ids {
+				for {
+					res, err := h.srv.Advance(ctx, id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					steps += res.Steps
+					if res.Status.Terminal() {
+						break
+					}
+				}
+			}
+			b.StopTimer()
+			if steps != 10*b.N {
+				b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
+			}
+			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(h.rc.Trips())/float64(steps), "trips/step")
+		})
+	}
+}
+
+// BenchmarkOps measures the store cost of the client-facing operations:
+// the Redis round trips of a task-creating tools/call, a tasks/get and a
+// tasks/update, and the Redis memory of one completed task.
+func BenchmarkOps(b *testing.B) {
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) {
+			h := newHarness(b, backend, tasks.Options{}, registerNoop(1))
+			ctx := context.Background()
+			var created mcptest.Task
+			h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &created)
+
+			h.rc.Reset()
+			h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &created)
+			tripsCreate := h.rc.Trips()
+
+			h.rc.Reset()
+			h.c.Get(b, created.TaskID)
+			tripsGet := h.rc.Trips()
+
+			var tripsUpdate int64
+			for range 2 { // the first run loads the script
+				var asking mcptest.Task
+				h.c.Call(b, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}).Decode(b, &asking)
+				if _, err := h.srv.Advance(ctx, asking.TaskID); err != nil {
+					b.Fatal(err)
+				}
+				h.rc.Reset()
+				h.c.Call(b, "tasks/update", map[string]any{"taskId": asking.TaskID, "inputResponses": map[string]any{"q": map[string]any{"action": "decline"}}})
+				tripsUpdate = h.rc.Trips()
+			}
+
+			for {
+				res, err := h.srv.Advance(ctx, created.TaskID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Status.Terminal() {
+					break
+				}
+			}
+			var bytes int64
+			if backend == "redis-server" {
+				for _, k := range []string{"", ":j", ":r", ":p"} {
+					n, err := h.rc.Do(ctx, h.rc.B().MemoryUsage().Key("mcptasks:{"+created.TaskID+"}"+k).Build()).AsInt64()
+					if err == nil {
+						bytes += n
+					}
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				h.c.Get(b, created.TaskID)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(tripsCreate), "trips/create")
+			b.ReportMetric(float64(tripsGet), "trips/get")
+			b.ReportMetric(float64(tripsUpdate), "trips/update")
+			if bytes > 0 {
+				b.ReportMetric(float64(bytes), "bytes/completed-task")
+			}
+		})
+	}
+}
