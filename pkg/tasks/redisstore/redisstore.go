@@ -406,21 +406,28 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	for k, v := range ch.Park {
 		args = append(args, k, string(v))
 	}
-	// Keep the sweeper's index in step, in the same round trip (a hint; see
-	// the package doc).
+	// Keep the sweeper's index in step (a hint; see the package doc). A
+	// stale (fenced) commit must never move the index entry later or drop
+	// it: the current holder's entry is what recovers the task if that
+	// holder dies. So only the common "run again now" case rides in the
+	// script's round trip, as a ZADD LT (never later); later times and
+	// removals are written after the commit is known to have succeeded.
 	var after []rueidis.Completed
-	switch op {
-	case "keep":
-	case "complete", "fail", "cancel":
-		after = s.schedule(id, time.Time{})
-	case "park":
-		due := c.Task.ExpiresAt()
+	var due time.Time
+	switch {
+	case op == "keep":
+	case op == "release" && ch.WakeAt.IsZero():
+		after = []rueidis.Completed{
+			s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+		}
+	case op == "park":
+		due = c.Task.ExpiresAt()
 		if !ch.WakeAt.IsZero() {
 			due = ch.WakeAt.Add(s.grace)
 		}
-		after = s.schedule(id, due)
-	default:
-		after = s.schedule(id, maxTime(ch.WakeAt, ch.Now).Add(s.grace))
+	case op == "release":
+		due = ch.WakeAt.Add(s.grace)
 	}
 	res, err := s.exec(ctx, commitScript, []string{t, p, j, r}, args, nil, after)
 	var arr []rueidis.RedisMessage
@@ -448,6 +455,12 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	if op != "keep" || c.Task.Status.Terminal() {
 		c.Task.LeaseUntil = time.Time{}
+	}
+	switch {
+	case c.Task.Status.Terminal():
+		return s.Schedule(ctx, id, time.Time{})
+	case !due.IsZero():
+		return s.Schedule(ctx, id, due)
 	}
 	return nil
 }
