@@ -70,13 +70,12 @@ type Duration = time.Duration
 
 // harness is a tasks server on a real Redis, served over httptest.
 type harness struct {
-	srv    *tasks.Server
-	store  *redisstore.Store
-	q      *queue.Redis
-	rc     *rtcount.Client
-	c      *mcptest.Client
-	clock  *clock
-	cancel context.CancelFunc
+	srv   *tasks.Server
+	store *redisstore.Store
+	q     *queue.Redis
+	rc    *rtcount.Client
+	c     *mcptest.Client
+	clock *clock
 }
 
 func newHarness(t testing.TB, backend string, opts tasks.Options, register func(*tasks.Server)) *harness {

@@ -87,14 +87,13 @@ func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before
 	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	cmds = append(cmds, after...)
 	res := s.c.DoMulti(ctx, cmds...)
-	for i, r := range res {
-		if i == len(before) {
-			continue
-		}
+	for _, r := range res[:len(before)] {
 		if err := r.Error(); err != nil {
 			return r, err
 		}
 	}
+	// Errors of the commands after the script are not the caller's: they
+	// only maintain the due index, a hint the sweeper re-derives.
 	out := res[len(before)]
 	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		out = sc.lua.Exec(ctx, s.c, keys, args)
@@ -288,11 +287,12 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 // Claim implements tasks.Store.
 func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
 	t, p, j, r := s.keys(id)
-	// The due index moves to the lease's end in the same round trip; if the
-	// claim does not take (parked, sleeping, leased), the sweeper merely
-	// looks at the task early and re-derives its time.
+	// The due index moves to no later than the lease's end, in the same
+	// round trip (LT: a refused claim never delays recovery of the task;
+	// at worst the sweeper looks early and re-derives the time).
 	res, err := s.exec(ctx, claimScript, []string{t, p, j, r},
-		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.schedule(id, now.Add(lease)))
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
+			s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -503,11 +503,4 @@ func boolArg(b bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

@@ -133,7 +133,7 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 var commitScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
 if not h[1] then return {-2, 0, ''} end
-if h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or ''} end
+if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or ''} end
 local now, op, exp = ARGV[2], ARGV[3], h[3]
 local att = tonumber(h[4] or '0')
 local n = tonumber(ARGV[11])

@@ -1,0 +1,308 @@
+package redisstore
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
+	"github.com/redis/rueidis"
+)
+
+// backend is a Redis the tests run against.
+type backend struct {
+	name   string
+	client func(t *testing.T) rueidis.Client
+}
+
+// backends are a real redis-server (testredis) and the embedded miniredis
+// the local server runs on.
+func backends() []backend {
+	return []backend{
+		{"redis-server", realRedis},
+		{"miniredis", embeddedRedis},
+	}
+}
+
+func realRedis(t *testing.T) rueidis.Client {
+	t.Helper()
+	opt, err := rueidis.ParseURL(testredis.Start(t))
+	if err != nil {
+		t.Fatalf("parsing the Redis URL: %v", err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("connecting to redis-server: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func embeddedRedis(t *testing.T) rueidis.Client {
+	t.Helper()
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		t.Fatalf("starting miniredis: %v", err)
+	}
+	t.Cleanup(m.Close)
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{m.Addr()},
+		ForceSingleClient: true,
+		DisableCache:      true,
+	})
+	if err != nil {
+		t.Fatalf("connecting to miniredis: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// uniquePrefix keeps each store's keys apart on a shared server.
+func uniquePrefix() string { return "st" + tasks.NewID() + ":" }
+
+// TestStoreContract runs the Store contract against both Redis backends.
+func TestStoreContract(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				return New(c, &Options{Prefix: uniquePrefix()})
+			})
+		})
+	}
+}
+
+// keyChecker asserts that every key under a store's prefix expires, and
+// that each key of a task expires exactly when the task does.
+type keyChecker struct {
+	t   *testing.T
+	c   rueidis.Client
+	s   *Store
+	exp map[string]time.Time // task id -> CreatedAt+TTL
+}
+
+func (k *keyChecker) scan() []string {
+	k.t.Helper()
+	var keys []string
+	var cursor uint64
+	for {
+		e, err := k.c.Do(k.t.Context(), k.c.B().Scan().Cursor(cursor).Match(k.s.prefix+"*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			k.t.Fatalf("SCAN: %v", err)
+		}
+		keys = append(keys, e.Elements...)
+		if e.Cursor == 0 {
+			break
+		}
+		cursor = e.Cursor
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// check scans the store's keys after stage and requires want among them.
+// (The due index is deleted by Redis when its last member goes, so callers
+// list it only when a live task is indexed.)
+func (k *keyChecker) check(stage string, want ...string) {
+	k.t.Helper()
+	ctx := k.t.Context()
+	keys := k.scan()
+	for _, w := range want {
+		if !slices.Contains(keys, w) {
+			k.t.Errorf("%s: key %s missing (have %v)", stage, w, keys)
+		}
+	}
+	for _, key := range keys {
+		pttl, err := k.c.Do(ctx, k.c.B().Pttl().Key(key).Build()).AsInt64()
+		if err != nil {
+			k.t.Fatalf("%s: PTTL %s: %v", stage, key, err)
+		}
+		if pttl == -2 {
+			continue // expired or deleted since the scan
+		}
+		if pttl <= 0 {
+			k.t.Errorf("%s: key %s has no expiry (PTTL %d)", stage, key, pttl)
+			continue
+		}
+		open, closing := strings.IndexByte(key, '{'), strings.IndexByte(key, '}')
+		if open < 0 || closing < open {
+			continue // the due index
+		}
+		id := key[open+1 : closing]
+		exp, ok := k.exp[id]
+		if !ok {
+			k.t.Errorf("%s: key %s of an unknown task", stage, key)
+			continue
+		}
+		at, err := k.c.Do(ctx, k.c.B().Pexpiretime().Key(key).Build()).AsInt64()
+		if err != nil {
+			k.t.Fatalf("%s: PEXPIRETIME %s: %v", stage, key, err)
+		}
+		// miniredis keeps an absolute expiry as a TTL relative to its
+		// clock and reports it back up to a millisecond early: allow that.
+		if d := at - exp.UnixMilli(); d < -1 || d > 0 {
+			k.t.Errorf("%s: key %s expires at %v, want the task's expiry %v", stage, key, time.UnixMilli(at).UTC(), exp)
+		}
+	}
+}
+
+// TestEveryKeyExpires walks tasks through every transition and checks
+// after each one that every key the store wrote has an expiry, that a
+// task's keys expire with the task (TTL counts from creation) and that the
+// due index expires too.
+func TestEveryKeyExpires(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			k := &keyChecker{t: t, c: rc, s: s, exp: map[string]time.Time{}}
+			ctx := t.Context()
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			create := func(nt *tasks.NewTask) string {
+				t.Helper()
+				nt.ID, nt.Owner, nt.Tool, nt.Args = tasks.NewID(), "alice", "tool", json.RawMessage(`{}`)
+				nt.TTL, nt.PollInterval, nt.Now = time.Hour, time.Second, now
+				tk, err := s.Create(ctx, nt)
+				if err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				k.exp[nt.ID] = tk.ExpiresAt()
+				return nt.ID
+			}
+			claim := func(id string, at time.Time) *tasks.Claim {
+				t.Helper()
+				c, err := s.Claim(ctx, id, at, time.Minute)
+				if err != nil {
+					t.Fatalf("Claim: %v", err)
+				}
+				if c.Gen == 0 {
+					t.Fatalf("Claim: no lease (status %s)", c.Task.Status)
+				}
+				return c
+			}
+			commit := func(c *tasks.Claim, ch *tasks.Change) {
+				t.Helper()
+				if err := s.Commit(ctx, c, ch); err != nil {
+					t.Fatalf("Commit: %v", err)
+				}
+			}
+			update := func(id string, resp map[string]json.RawMessage) {
+				t.Helper()
+				if _, err := s.Update(ctx, "alice", id, resp, now); err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+			}
+			reqs := map[string]json.RawMessage{"a": json.RawMessage(`{"q":1}`), "b": json.RawMessage(`{"q":2}`)}
+
+			// A task through its whole life: the journal and response keys
+			// are first written by Commit and Update, not by Create.
+			id := create(&tasks.NewTask{})
+			tk, p, j, r := s.keys(id)
+			k.check("create", tk, s.dueKey())
+			c := claim(id, now)
+			k.check("claim", tk, s.dueKey())
+			msg := "step one"
+			commit(c, &tasks.Change{Now: now, StatusMessage: &msg,
+				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}}})
+			k.check("commit append", tk, j)
+			commit(c, &tasks.Change{Now: now, Park: reqs})
+			k.check("park", tk, j, p)
+			update(id, map[string]json.RawMessage{"a": json.RawMessage(`"A"`)})
+			k.check("update one key", tk, j, p, r)
+			update(id, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
+			k.check("update last key", tk, j, r)
+			c = claim(id, now)
+			commit(c, &tasks.Change{Now: now, Release: true, WakeAt: now.Add(time.Minute)})
+			k.check("release", tk, j, r)
+			c = claim(id, now.Add(time.Minute))
+			commit(c, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
+			k.check("complete", tk, j, r)
+
+			// Created with a seeded journal and responses (MRTR before the task).
+			id2 := create(&tasks.NewTask{
+				Journal:   []tasks.Entry{{Name: "ask", Kind: tasks.KindInput, Keys: []string{"x"}}},
+				Responses: map[string]json.RawMessage{"x": json.RawMessage(`true`)},
+			})
+			tk2, _, j2, r2 := s.keys(id2)
+			k.check("create seeded", tk2, j2, r2, s.dueKey())
+
+			// Cancellation paths.
+			id3 := create(&tasks.NewTask{})
+			tk3, _, _, _ := s.keys(id3)
+			c3 := claim(id3, now)
+			if _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			k.check("cancel requested", tk3)
+			commit(c3, &tasks.Change{Now: now, Release: true})
+			k.check("cancelled by commit", tk3)
+			id4 := create(&tasks.NewTask{})
+			c4 := claim(id4, now)
+			commit(c4, &tasks.Change{Now: now, Park: reqs, ParkAny: true})
+			update(id4, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
+			k.check("park any resumed", s.dueKey())
+			if _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			k.check("cancelled queued")
+			if err := s.Schedule(ctx, id4, now.Add(time.Hour)); err != nil {
+				t.Fatalf("Schedule: %v", err)
+			}
+			k.check("schedule", s.dueKey())
+		})
+	}
+}
+
+// TestKeysVanishAfterTTL checks on Redis's own clock that nothing of a task
+// outlives its TTL: once it expired no key of it is left.
+func TestKeysVanishAfterTTL(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			id := tasks.NewID()
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: 2 * time.Second, PollInterval: time.Second, Now: time.Now()}); err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			c, err := s.Claim(ctx, id, time.Now(), time.Minute)
+			if err != nil {
+				t.Fatalf("Claim: %v", err)
+			}
+			if err := s.Commit(ctx, c, &tasks.Change{Now: time.Now(),
+				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}},
+				Park:   map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`1`)}, time.Now()); err != nil {
+				t.Fatalf("Update: %v", err)
+			}
+			k := &keyChecker{t: t, c: rc, s: s}
+			taskKeys := func() []string {
+				return slices.DeleteFunc(k.scan(), func(key string) bool { return !strings.Contains(key, "{"+id+"}") })
+			}
+			if n := len(taskKeys()); n != 4 {
+				t.Fatalf("task has %d keys before expiry, want 4 (record, input, journal, responses): %v", n, taskKeys())
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for len(taskKeys()) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("keys still present long after the TTL: %v", taskKeys())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if _, err := s.Get(ctx, "alice", id); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Get after expiry = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
