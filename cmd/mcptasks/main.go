@@ -2,6 +2,7 @@
 //
 //	mcptasks [serve] [--addr 127.0.0.1:8080] [--no-worker]   MCP endpoint (+ workers + sweeper)
 //	mcptasks worker                                          workers + sweeper only
+//	mcptasks token --sub alice [--scope s] [--ttl 1h]         mint a development HS256 token
 //
 // Configuration comes from environment variables (see README.md); with no
 // REDIS_URL an embedded in-process Redis is used.
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -24,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/examples/conformance"
@@ -50,6 +53,9 @@ func run(args []string, log *slog.Logger) error {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	}
+	if cmd == "token" {
+		return token(args, os.Stdout)
 	}
 	fs := flag.NewFlagSet("mcptasks "+cmd, flag.ContinueOnError)
 	defAddr := os.Getenv("MCPTASKS_ADDR")
@@ -85,7 +91,7 @@ func run(args []string, log *slog.Logger) error {
 		}
 		return work(ctx, cfg, log, app)
 	default:
-		return fmt.Errorf("unknown command %q (want serve or worker)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, worker or token)", cmd)
 	}
 }
 
@@ -153,4 +159,26 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// token mints a development HS256 token from MCPTASKS_AUTH_HS256_SECRET,
+// MCPTASKS_AUTH_ISSUER and MCPTASKS_AUTH_AUDIENCE.
+func token(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("mcptasks token", flag.ContinueOnError)
+	sub := fs.String("sub", "", "subject (the user) of the token; required")
+	scopes := fs.String("scope", "", "space- or comma-separated scopes")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	secret, iss, aud := os.Getenv(auth.EnvHS256Secret), os.Getenv(auth.EnvIssuer), os.Getenv(auth.EnvAudience)
+	if *sub == "" || secret == "" || iss == "" || aud == "" {
+		return fmt.Errorf("mcptasks token needs --sub and %s, %s and %s", auth.EnvHS256Secret, auth.EnvIssuer, auth.EnvAudience)
+	}
+	tok, err := auth.MintDevToken([]byte(secret), iss, aud, *sub, *ttl, strings.Fields(strings.ReplaceAll(*scopes, ",", " ")))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, tok)
+	return err
 }

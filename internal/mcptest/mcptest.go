@@ -19,7 +19,9 @@ import (
 type Client struct {
 	URL  string
 	Caps map[string]any // clientCapabilities sent in _meta
-	id   int
+	// Header is added to every request (e.g. Authorization).
+	Header http.Header
+	id     int
 }
 
 // NewClient returns a client of the endpoint at addr (host:port, path /mcp),
@@ -86,6 +88,9 @@ func (c *Client) Call(t testing.TB, method string, params map[string]any, overri
 		req.Header.Set("Mcp-Name", fmt.Sprint(params["name"]))
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		req.Header.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
 	}
 	for i := 0; i+1 < len(override); i += 2 {
 		req.Header.Set(override[i], override[i+1])

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -42,6 +43,11 @@ type Config struct {
 	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
 	SweepEvery     time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
 	Visibility     time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
+	// auth); AuthEnabled is false when none of it is set, and the server
+	// then runs anonymously (local development only).
+	Auth        auth.Config
+	AuthEnabled bool
 }
 
 // FromEnv reads the configuration from environment variables through
@@ -92,6 +98,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	ac, on, err := auth.ConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Auth, c.AuthEnabled = ac, on
 	if c.TaskTTL > tasks.MaxTTL {
 		errs = append(errs, fmt.Errorf("MCPTASKS_TASK_TTL=%v exceeds the maximum %v", c.TaskTTL, tasks.MaxTTL))
 	}
@@ -178,6 +189,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 		// The go-sdk logs every stateless request at INFO; keep its warnings.
 		so.Logger = slog.New(minLevel{log.Handler(), slog.LevelWarn})
 	}
+	wrap := tasks.CheckRoutingHeaders
+	extra := map[string]http.Handler{}
+	if cfg.AuthEnabled {
+		v, err := auth.New(ctx, cfg.Auth, log)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		wrap = func(h http.Handler) http.Handler { return v.Middleware(tasks.CheckRoutingHeaders(h)) }
+		for _, p := range v.MetadataPaths() {
+			extra["GET "+p] = v.MetadataHandler()
+		}
+	} else {
+		log.Warn("authentication is off (no MCPTASKS_AUTH_* set): every caller shares one principal and task ids are the only capability; do not expose this server")
+	}
 	b.Tasks = tasks.New(&mcp.Implementation{Name: name, Version: Version}, &so,
 		store, b.Queue, &tasks.Options{
 			Logger:             log,
@@ -186,7 +212,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 			MaxDuration:        cfg.MaxDuration,
 			StepsPerInvocation: cfg.Steps,
 			StateSecret:        []byte(cfg.StateSecret),
-			Anonymous:          true, // until auth is configured
+			Anonymous:          !cfg.AuthEnabled,
 		})
 	if app.Register != nil {
 		app.Register(b.Tasks)
@@ -194,7 +220,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 	b.Handler = endpoint.New(b.Tasks.MCP(), &endpoint.Options{
 		Logger:         log,
 		AllowedOrigins: cfg.AllowedOrigins,
-		Wrap:           tasks.CheckRoutingHeaders,
+		Wrap:           wrap,
+		Extra:          extra,
 	})
 	return b, nil
 }
