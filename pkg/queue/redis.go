@@ -14,7 +14,9 @@ import (
 
 // RedisOptions configures a Redis queue. The zero value is a sane default.
 type RedisOptions struct {
-	// Key is the sorted set holding the queue (default "mcptasks:queue").
+	// Key is the sorted set holding the queue (default "mcptasks:{queue}").
+	// A hash Key+":meta" holds the receipts of messages being handled; give
+	// Key a hash tag ({...}) so that both land in one Redis Cluster slot.
 	Key string
 	// Visibility is how long a received message stays hidden before it is
 	// delivered again if not acknowledged: a crashed consumer's messages
@@ -33,13 +35,17 @@ type RedisOptions struct {
 
 // Redis is a delayed, at-least-once queue in one Redis sorted set: the
 // member is the task id (the dedup key), the score the time it is due. A
-// receive moves the member's score forward by the visibility timeout and
-// returns that score as the receipt; Ack removes the member only if the
-// receipt still matches, so an enqueue that arrived while the message was
-// being handled is not lost.
+// receive moves the member's score forward by the visibility timeout (a
+// crashed consumer's message comes back after it) and returns that score as
+// the receipt, also kept in a hash beside the set. An enqueue that arrives
+// while the message is being handled is never lost: an earlier time moves
+// the score (so Ack, seeing another score, keeps the message), a later one
+// is remembered in the hash and Ack makes the message due at that time
+// instead of removing it.
 type Redis struct {
 	c    rueidis.Client
 	o    RedisOptions
+	enq  *rueidis.Lua
 	recv *rueidis.Lua
 	ack  *rueidis.Lua
 }
@@ -53,7 +59,7 @@ func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
 		o = *opts
 	}
 	if o.Key == "" {
-		o.Key = "mcptasks:queue"
+		o.Key = "mcptasks:{queue}"
 	}
 	if o.Visibility <= 0 {
 		o.Visibility = 2 * time.Minute
@@ -67,11 +73,29 @@ func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Redis{c: c, o: o, recv: receiveScript, ack: ackScript}
+	return &Redis{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
 }
 
-// receiveScript: KEYS q; ARGV now hideUntil. Returns {id, receipt} or
-// {false, nextDueScore|false}.
+func (q *Redis) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
+
+func (q *Redis) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
+
+// enqueueScript: KEYS q meta; ARGV id at ttlMs.
+var enqueueScript = rueidis.NewLuaScript(`
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if cur and redis.call('HEXISTS', KEYS[2], 'r:' .. ARGV[1]) == 1 and tonumber(ARGV[2]) >= tonumber(cur) then
+  local a = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
+  if not a or tonumber(ARGV[2]) < tonumber(a) then redis.call('HSET', KEYS[2], 'a:' .. ARGV[1], ARGV[2]) end
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+else
+  redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
+// receiveScript: KEYS q meta; ARGV now hideUntil ttlMs. Returns {id,
+// receipt} or {false, nextDueScore|false}.
 var receiveScript = rueidis.NewLuaScript(`
 local r = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 1)
 if #r == 0 then
@@ -79,15 +103,23 @@ if #r == 0 then
   return {false, n[2] or false}
 end
 redis.call('ZADD', KEYS[1], ARGV[2], r[1])
+redis.call('HSET', KEYS[2], 'r:' .. r[1], ARGV[2])
+redis.call('HDEL', KEYS[2], 'a:' .. r[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {r[1], ARGV[2]}
 `)
 
-// ackScript: KEYS q; ARGV id receipt [retryAt]. Removes id if its score
-// still equals the receipt, or with retryAt reschedules it.
+// ackScript: KEYS q meta; ARGV id receipt [retryAt]. If id is still the
+// delivery with this receipt, removes it, or makes it due again at the
+// earlier of retryAt and an enqueue that arrived meanwhile.
 var ackScript = rueidis.NewLuaScript(`
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if redis.call('HGET', KEYS[2], 'r:' .. ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[2], 'r:' .. ARGV[1]) end
 if not s or tonumber(s) ~= tonumber(ARGV[2]) then return 0 end
-if ARGV[3] then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
+local again = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
+redis.call('HDEL', KEYS[2], 'a:' .. ARGV[1])
+if ARGV[3] and (not again or tonumber(ARGV[3]) < tonumber(again)) then again = ARGV[3] end
+if again then redis.call('ZADD', KEYS[1], again, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
 return 1
 `)
 
@@ -97,13 +129,9 @@ func (q *Redis) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
 	}
-	res := q.c.DoMulti(ctx,
-		q.c.B().Zadd().Key(q.o.Key).Lt().ScoreMember().ScoreMember(float64(at), taskID).Build(),
-		q.c.B().Pexpire().Key(q.o.Key).Milliseconds(q.o.KeyTTL.Milliseconds()).Build())
-	for _, r := range res {
-		if err := r.Error(); err != nil {
-			return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
-		}
+	err := q.enq.Exec(ctx, q.c, q.keys(), []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
+	if err != nil {
+		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
 	}
 	return nil
 }
@@ -122,8 +150,8 @@ type Delivery struct {
 func (q *Redis) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
 	now := time.Now()
 	hide := now.Add(q.o.Visibility).UnixMilli()
-	arr, err := q.recv.Exec(ctx, q.c, []string{q.o.Key},
-		[]string{strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(hide, 10)}).ToArray()
+	arr, err := q.recv.Exec(ctx, q.c, q.keys(),
+		[]string{strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(hide, 10), q.ttl()}).ToArray()
 	if err != nil {
 		return d, false, q.o.Poll, fmt.Errorf("queue: receive: %w", err)
 	}
@@ -141,16 +169,16 @@ func (q *Redis) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
 func (q *Redis) Ack(ctx context.Context, d Delivery) error {
-	if err := q.ack.Exec(ctx, q.c, []string{q.o.Key}, []string{d.TaskID, d.receipt}).Error(); err != nil {
+	if err := q.ack.Exec(ctx, q.c, q.keys(), []string{d.TaskID, d.receipt}).Error(); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", d.TaskID, err)
 	}
 	return nil
 }
 
-// Retry makes a message due again at at (unless it was enqueued again
-// meanwhile, which already made it due).
+// Retry makes a message due again at at (or earlier, if it was enqueued
+// again meanwhile).
 func (q *Redis) Retry(ctx context.Context, d Delivery, at time.Time) error {
-	err := q.ack.Exec(ctx, q.c, []string{q.o.Key},
+	err := q.ack.Exec(ctx, q.c, q.keys(),
 		[]string{d.TaskID, d.receipt, strconv.FormatInt(at.UnixMilli(), 10)}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: retry %s: %w", d.TaskID, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -602,4 +603,133 @@ func TestGatherInputFirst(t *testing.T) {
 	if done.Status != "completed" || textOf(t, done.Result) != "Hello, Alice" {
 		t.Fatalf("task %+v %s", done, done.Result)
 	}
+}
+
+// The sweeper re-enqueues a task whose enqueue was lost and one whose
+// worker died holding the lease, wakes a due timer, and forgets ended tasks.
+func TestSweeper(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		var runs atomic.Int32
+		h := newHarness(t, backend, tasks.Options{MaxDuration: 10 * time.Second}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "one", Description: "one step"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					_, err := tasks.Do(st, "work", func(context.Context) (int, error) { return int(runs.Add(1)), nil })
+					return text("ok"), err
+				})
+		})
+		ctx := context.Background()
+		// received drains the queue as a worker would, without advancing.
+		received := func() []string {
+			var ids []string
+			for {
+				d, ok, _, err := h.q.Receive(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					return ids
+				}
+				ids = append(ids, d.TaskID)
+				if err := h.q.Ack(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		lost := h.create(t, "one", nil)    // its message gets dropped below
+		crashed := h.create(t, "one", nil) // its worker dies holding the lease
+		done := h.create(t, "one", nil)    // finishes normally
+		received()
+		if _, err := h.store.Claim(ctx, crashed, h.clock.Now(), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			res, err := h.srv.Advance(ctx, done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status.Terminal() {
+				break
+			}
+		}
+		received()
+
+		// Nothing is due yet: the lease lives and the grace has not passed.
+		res, err := h.srv.Sweep(ctx, 0)
+		if err != nil || res.Enqueued != 0 {
+			t.Fatalf("early sweep: %+v, %v", res, err)
+		}
+		h.clock.Advance(time.Minute) // past the enqueue grace and the lease
+		res, err = h.srv.Sweep(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := received()
+		if res.Enqueued != 2 || len(got) != 2 || !slices.Contains(got, lost) || !slices.Contains(got, crashed) {
+			t.Fatalf("sweep %+v re-enqueued %v, want the lost and the crashed task", res, got)
+		}
+		for _, id := range []string{lost, crashed} {
+			for {
+				r, err := h.srv.Advance(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Status.Terminal() {
+					break
+				}
+			}
+		}
+		h.clock.Advance(time.Minute)
+		res, err = h.srv.Sweep(ctx, 0)
+		if err != nil || res.Enqueued != 0 {
+			t.Fatalf("sweep after all ended: %+v, %v", res, err)
+		}
+		if ids, _ := h.store.Due(ctx, h.clock.Now().Add(24*time.Hour), 10); len(ids) != 0 {
+			t.Errorf("due index still holds %v after every task ended", ids)
+		}
+	})
+}
+
+// Input options: WaitAny resumes on the first answer; a Deadline ends the
+// wait with ErrInputTimeout and what was answered.
+func TestInputAnyAndDeadline(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		ask := func(q string) tasks.InputRequest {
+			return tasks.InputRequest{Method: "elicitation/create", Params: map[string]any{
+				"mode": "form", "message": q, "requestedSchema": map[string]any{"type": "object"}}}
+		}
+		h := newHarness(t, backend, tasks.Options{}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "either", Description: "first answer wins"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					got, err := st.Input("pick", map[string]tasks.InputRequest{"a": ask("a?"), "b": ask("b?")}, tasks.WaitAny())
+					if err != nil {
+						return nil, err
+					}
+					return text(fmt.Sprint(len(got), " answer(s)")), nil
+				})
+			tasks.AddTool(s, &mcp.Tool{Name: "hurry", Description: "waits 300ms at most"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					_, err := st.Input("q", map[string]tasks.InputRequest{"q": ask("quick?")}, tasks.Deadline(300*time.Millisecond))
+					if errors.Is(err, tasks.ErrInputTimeout) {
+						return text("timed out"), nil
+					}
+					return text("answered"), err
+				})
+		})
+		h.work(t, 2)
+		either := h.create(t, "either", nil)
+		h.c.WaitFor(t, either, 10*time.Second, func(tk mcptest.Task) bool { return tk.Status == "input_required" })
+		h.c.Call(t, "tasks/update", map[string]any{"taskId": either, "inputResponses": map[string]any{"b": map[string]any{"action": "decline"}}})
+		done := h.wait(t, either)
+		if done.Status != "completed" || textOf(t, done.Result) != "1 answer(s)" {
+			t.Fatalf("either: %+v %s", done, done.Result)
+		}
+		// A late answer to the withdrawn request is ignored.
+		h.c.Call(t, "tasks/update", map[string]any{"taskId": either, "inputResponses": map[string]any{"a": map[string]any{"action": "decline"}}})
+
+		hurry := h.create(t, "hurry", nil)
+		done = h.wait(t, hurry)
+		if done.Status != "completed" || textOf(t, done.Result) != "timed out" {
+			t.Fatalf("hurry: %+v %s", done, done.Result)
+		}
+	})
 }
