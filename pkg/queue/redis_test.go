@@ -156,6 +156,7 @@ func TestRedis(t *testing.T) {
 		{"DedupKeepsOneMemberAtEarliest", testDedupState},
 		{"KeyExpires", testKeyExpires},
 		{"KeyExpiresByDefault", testKeyExpiresByDefault},
+		{"BookkeepingExpiresAndIsCleanedUp", testBookkeeping},
 		{"ConsumeDeliversEveryID", testConsumeAll},
 		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
 		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
@@ -334,6 +335,57 @@ func testKeyExpires(t *testing.T, c rueidis.Client) {
 	}
 }
 
+// The hash beside the set (receipts of messages being handled, enqueues
+// that arrived meanwhile) expires too, and is emptied as messages are
+// answered: nothing grows with the number of tasks.
+func testBookkeeping(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	meta := key + ":meta"
+	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, KeyTTL: time.Hour})
+	mustEnqueue(t, q, "a", time.Time{})
+	mustEnqueue(t, q, "b", time.Time{})
+	mustEnqueue(t, q, "c", time.Time{})
+
+	da := receive(t, q, "a")
+	if ttl := pttl(t, c, meta); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("after Receive: PTTL %s = %v, want in (0, 1h]", meta, ttl)
+	}
+	if err := q.Ack(t.Context(), da); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+
+	db := receive(t, q, "b")
+	later := time.Now().Add(time.Hour)
+	mustEnqueue(t, q, "b", later) // arrives while b is handled
+	if ttl := pttl(t, c, meta); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("after an enqueue while handling: PTTL %s = %v, want in (0, 1h]", meta, ttl)
+	}
+	if err := q.Ack(t.Context(), db); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	score, err := c.Do(t.Context(), c.B().Zscore().Key(key).Member("b").Build()).AsFloat64()
+	if err != nil {
+		t.Fatalf("after Ack, b is gone (ZSCORE: %v); want it due at the time enqueued meanwhile", err)
+	}
+	if int64(score) != later.UnixMilli() {
+		t.Errorf("after Ack, b due at %v, want %v", time.UnixMilli(int64(score)), later)
+	}
+
+	dc := receive(t, q, "c")
+	if err := q.Retry(t.Context(), dc, time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+
+	n, err := c.Do(t.Context(), c.B().Hlen().Key(meta).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("HLEN: %v", err)
+	}
+	if n != 0 {
+		fields, _ := c.Do(t.Context(), c.B().Hgetall().Key(meta).Build()).AsStrMap()
+		t.Errorf("after every delivery was answered, %s holds %d fields: %v", meta, n, fields)
+	}
+}
+
 // With default options the key still expires (8 days).
 func testKeyExpiresByDefault(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
@@ -354,8 +406,7 @@ func runConsume(t *testing.T, q *queue.Redis, n int, h queue.Handler) (cancel, w
 		defer close(done)
 		q.Consume(ctx, n, h)
 	}()
-	t.Cleanup(func() { cancelCtx(); <-done })
-	return cancelCtx, func() {
+	wait = func() {
 		t.Helper()
 		select {
 		case <-done:
@@ -363,6 +414,15 @@ func runConsume(t *testing.T, q *queue.Redis, n int, h queue.Handler) (cancel, w
 			t.Fatal("Consume did not return after its context was cancelled")
 		}
 	}
+	t.Cleanup(func() {
+		cancelCtx()
+		select {
+		case <-done:
+		case <-time.After(patience):
+			t.Error("Consume did not return after its context was cancelled")
+		}
+	})
+	return cancelCtx, wait
 }
 
 // Four consumers run at once and deliver every one of 200 ids; Consume
