@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
@@ -129,6 +130,31 @@ func BenchmarkOps(b *testing.B) {
 			if bytes > 0 {
 				b.ReportMetric(float64(bytes), "bytes/completed-task")
 			}
+		})
+	}
+}
+
+// BenchmarkTasksGetHTTP measures tasks/get over loopback HTTP on a real
+// redis-server, through the go-sdk and through the lean path, side by side.
+func BenchmarkTasksGetHTTP(b *testing.B) {
+	h := newHarness(b, "redis-server", tasks.Options{}, registerNoop(1))
+	var created mcptest.Task
+	h.c.Call(b, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}).Decode(b, &created)
+	for _, path := range []struct {
+		name string
+		c    *mcptest.Client
+	}{{"go-sdk", h.sdk}, {"lean", h.c}} {
+		b.Run(path.name, func(b *testing.B) {
+			b.SetParallelism(16) // 32 clients on 2 CPUs
+			b.RunParallel(func(pb *testing.PB) {
+				c := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(path.c.URL, "http://"), "/mcp"), true)
+				for pb.Next() {
+					if r := c.Call(b, "tasks/get", map[string]any{"taskId": created.TaskID}); r.Error != nil {
+						b.Error(r.Error.Message)
+						return
+					}
+				}
+			})
 		})
 	}
 }

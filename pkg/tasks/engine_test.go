@@ -61,13 +61,9 @@ func newRedis(tb testing.TB, backend string) rueidis.Client {
 // forward (never backward, so deadlines derived from it stay in the future).
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) Now() time.Time             { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *clock) Advance(d time.Duration)    { c.off.Add(int64(d)) }
-func (c *clock) opts(o *tasks.Options)      { o.Now = c.Now }
-func (c *clock) Since(t time.Time) Duration { return Duration(c.Now().Sub(t)) }
-
-// Duration is a time.Duration (named so clock.Since reads well in tests).
-type Duration = time.Duration
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+func (c *clock) opts(o *tasks.Options)   { o.Now = c.Now }
 
 // harness is a tasks server on a real Redis, served over httptest.
 type harness struct {
@@ -75,7 +71,8 @@ type harness struct {
 	store *redisstore.Store
 	q     *queue.Redis
 	rc    *rtcount.Client
-	c     *mcptest.Client
+	c     *mcptest.Client // through the lean tasks/* path
+	sdk   *mcptest.Client // through the go-sdk only
 	clock *clock
 }
 
@@ -91,9 +88,14 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	opts.Anonymous = true
 	h.srv = tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, h.store, h.q, &opts)
 	register(h.srv)
-	ts := httptest.NewServer(endpoint.New(h.srv.MCP(), &endpoint.Options{Wrap: tasks.CheckRoutingHeaders}))
+	ts := httptest.NewServer(endpoint.New(h.srv.MCP(), &endpoint.Options{Wrap: h.srv.HTTPHandler}))
 	t.Cleanup(ts.Close)
 	h.c = mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	// The same server without the lean tasks/* path: every request goes
+	// through the go-sdk.
+	sdk := httptest.NewServer(endpoint.New(h.srv.MCP(), &endpoint.Options{Wrap: tasks.CheckRoutingHeaders}))
+	t.Cleanup(sdk.Close)
+	h.sdk = mcptest.NewClient(strings.TrimPrefix(sdk.URL, "http://"), true)
 	return h
 }
 

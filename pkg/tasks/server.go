@@ -135,6 +135,7 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	tools map[string]*tool
+	impl  *mcp.Implementation
 }
 
 // New returns a Server whose go-sdk server is built from impl and mcpOpts
@@ -153,7 +154,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q qu
 	}
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
-	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool)}
+	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl}
 	if opts != nil {
 		s.opts = *opts
 	}

@@ -1,0 +1,224 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// protocolVersion is the revision the lean path serves.
+const protocolVersion = "2026-07-28"
+
+// HTTPHandler wraps the go-sdk streamable handler next with the tasks
+// extension's HTTP layer:
+//
+//   - it checks that tasks/get, tasks/update and tasks/cancel carry an
+//     Mcp-Name equal to params.taskId (see [CheckRoutingHeaders]);
+//   - it answers well-formed tasks/* requests on a lean path that parses
+//     the body once, instead of the go-sdk's several decodes.
+//
+// tasks/get is the dominant traffic of a tasks server (clients poll it).
+// The lean path accepts a request only when every transport check the
+// go-sdk makes would pass (POST, JSON content type, an Accept of JSON and
+// SSE, loopback Host on a loopback listener, MCP-Protocol-Version and
+// _meta.protocolVersion both 2026-07-28, _meta.clientCapabilities present,
+// a single JSON-RPC call whose method equals Mcp-Method); anything else goes
+// to the go-sdk, which produces its canonical error. Past those checks the
+// lean path and the go-sdk path run the same code (capability gate, then
+// principal and lookup) and answer the same JSON-RPC result or error, as
+// JSON. go-sdk receiving middleware does not see requests answered here.
+func (s *Server) HTTPHandler(next http.Handler) http.Handler {
+	checked := CheckRoutingHeaders(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := strings.TrimSpace(r.Header.Get("Mcp-Method"))
+		if r.Method != http.MethodPost || (method != MethodGet && method != MethodUpdate && method != MethodCancel) ||
+			!s.transportOK(r) {
+			checked.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+		if err != nil {
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, ok := parseLean(body, method)
+		if !ok || len(body) > maxHeaderCheckBody {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			checked.ServeHTTP(w, r)
+			return
+		}
+		if name, present := r.Header["Mcp-Name"]; len(name) != 1 || strings.TrimSpace(name[0]) != req.Params.TaskID {
+			text := "Mcp-Name header does not match params.taskId"
+			if !present {
+				text = "Mcp-Name header is required for " + method
+			}
+			writeRPCError(w, http.StatusBadRequest, req.ID, CodeHeaderMismatch, text)
+			return
+		}
+		res, err := s.serveLean(r.Context(), r, method, req)
+		writeRPC(w, req.ID, s.withServerInfo(res), err)
+	})
+}
+
+// leanRequest is a tasks/* request decoded once.
+type leanRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *struct {
+		TaskID         string                     `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		Meta           *struct {
+			ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities *struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// parseLean decodes body and reports whether the lean path may serve it.
+func parseLean(body []byte, method string) (*leanRequest, bool) {
+	var req leanRequest
+	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != method || req.Params == nil {
+		return nil, false
+	}
+	if len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
+		return nil, false // a notification, or a null/odd id: the go-sdk answers it
+	}
+	m := req.Params.Meta
+	if m == nil || m.ProtocolVersion != protocolVersion || m.ClientCapabilities == nil || req.Params.TaskID == "" {
+		return nil, false
+	}
+	if method == MethodUpdate && req.Params.InputResponses == nil {
+		return nil, false
+	}
+	return &req, true
+}
+
+// transportOK reports whether the go-sdk's transport checks would pass.
+func (s *Server) transportOK(r *http.Request) bool {
+	if r.Header.Get("MCP-Protocol-Version") != protocolVersion {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range r.Header.Values("Accept") {
+		for _, raw := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	if !jsonOK || !streamOK {
+		return false
+	}
+	// DNS-rebinding protection, as the go-sdk applies it.
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		return false
+	}
+	return true
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func (s *Server) serveLean(ctx context.Context, r *http.Request, method string, req *leanRequest) (mcp.Result, error) {
+	if _, ok := req.Params.Meta.ClientCapabilities.Extensions[ExtensionID]; !ok {
+		return nil, missingCapability()
+	}
+	owner := s.principal(ctx, &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(ctx), Header: r.Header})
+	id := req.Params.TaskID
+	switch method {
+	case MethodGet:
+		return s.get(ctx, owner, id)
+	case MethodCancel:
+		return s.cancel(ctx, owner, id)
+	default:
+		return s.update(ctx, owner, id, req.Params.InputResponses)
+	}
+}
+
+// withServerInfo adds the server's identity to a result's _meta, as the
+// go-sdk does on every result.
+func (s *Server) withServerInfo(res mcp.Result) mcp.Result {
+	if res == nil {
+		return nil
+	}
+	m := res.GetMeta()
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["io.modelcontextprotocol/serverInfo"] = s.impl
+	res.SetMeta(m)
+	return res
+}
+
+// writeRPC writes a JSON-RPC response with the HTTP status the 2026-07-28
+// transport gives its error codes.
+func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err error) {
+	if err != nil {
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) {
+			we = &jsonrpc.Error{Code: CodeInternalError, Message: err.Error()}
+		}
+		status := http.StatusOK
+		switch we.Code {
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		case CodeInvalidParams, CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
+			status = http.StatusBadRequest
+		}
+		b, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *jsonrpc.Error  `json:"error"`
+		}{"2.0", id, we})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+		return
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  mcp.Result      `json:"result"`
+	}{"2.0", id, res})
+	if err != nil {
+		writeRPC(w, id, nil, &jsonrpc.Error{Code: CodeInternalError, Message: "encoding the result: " + err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,108 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// normalized is a response reduced to what must be equal on both paths.
+func normalized(t *testing.T, r *mcptest.Response) string {
+	t.Helper()
+	var v any
+	if r.Error != nil {
+		return fmt.Sprintf("HTTP %d error %d %s", r.HTTP, r.Error.Code, r.Error.Message)
+	}
+	if err := json.Unmarshal(r.Result, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v) // canonical key order
+	return fmt.Sprintf("HTTP %d result %s", r.HTTP, b)
+}
+
+// The lean tasks/* path answers exactly what the go-sdk path answers, for
+// results and for every error it handles itself; requests it does not
+// handle reach the go-sdk unchanged.
+func TestLeanPathMatchesSDK(t *testing.T) {
+	h := newHarness(t, "miniredis", tasks.Options{}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "ask", Description: "asks"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				ans, err := tasks.Elicit[struct {
+					OK bool `json:"ok"`
+				}](st, "ok", "OK?")
+				return text(fmt.Sprint(ans.Content.OK)), err
+			})
+	})
+	ctx := context.Background()
+	var tk mcptest.Task
+	h.c.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}).Decode(t, &tk)
+	if _, err := h.srv.Advance(ctx, tk.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	id := tk.TaskID
+	without := func(c *mcptest.Client) *mcptest.Client {
+		n := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(c.URL, "http://"), "/mcp"), false)
+		return n
+	}
+	type call struct {
+		name     string
+		client   func(*mcptest.Client) *mcptest.Client
+		method   string
+		params   map[string]any
+		override []string
+	}
+	same := func(c *mcptest.Client) *mcptest.Client { return c }
+	calls := []call{
+		{"get parked", same, "tasks/get", map[string]any{"taskId": id}, nil},
+		{"get unknown", same, "tasks/get", map[string]any{"taskId": "nope"}, nil},
+		{"get without extension", without, "tasks/get", map[string]any{"taskId": id}, nil},
+		{"get wrong Mcp-Name", same, "tasks/get", map[string]any{"taskId": id}, []string{"Mcp-Name", "other"}},
+		{"get wrong protocol header", same, "tasks/get", map[string]any{"taskId": id}, []string{"MCP-Protocol-Version", "2025-11-25"}},
+		{"get wrong Mcp-Method", same, "tasks/get", map[string]any{"taskId": id}, []string{"Mcp-Method", "tasks/cancel"}},
+		{"get empty taskId", same, "tasks/get", map[string]any{"taskId": ""}, []string{"Mcp-Name", ""}},
+		{"update unknown key", same, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"zz": map[string]any{"action": "decline"}}}, nil},
+		{"update unknown task", same, "tasks/update", map[string]any{"taskId": "nope", "inputResponses": map[string]any{}}, nil},
+		{"update without extension", without, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}}, nil},
+		{"cancel unknown", same, "tasks/cancel", map[string]any{"taskId": "nope"}, nil},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			lean := normalized(t, c.client(h.c).Call(t, c.method, c.params, c.override...))
+			sdk := normalized(t, c.client(h.sdk).Call(t, c.method, c.params, c.override...))
+			if lean != sdk {
+				t.Errorf("lean path: %s\n go-sdk path: %s", lean, sdk)
+			}
+		})
+	}
+	// State-changing calls, each on its own twin task: the outcome and the
+	// task afterwards are the same.
+	twin := func() string {
+		var tk mcptest.Task
+		h.c.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}).Decode(t, &tk)
+		if _, err := h.srv.Advance(ctx, tk.TaskID); err != nil {
+			t.Fatal(err)
+		}
+		return tk.TaskID
+	}
+	for _, method := range []string{"tasks/update", "tasks/cancel"} {
+		a, b := twin(), twin()
+		params := func(id string) map[string]any {
+			p := map[string]any{"taskId": id}
+			if method == "tasks/update" {
+				p["inputResponses"] = map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}
+			}
+			return p
+		}
+		lean, sdk := normalized(t, h.c.Call(t, method, params(a))), normalized(t, h.sdk.Call(t, method, params(b)))
+		ga, gb := h.c.Get(t, a), h.c.Get(t, b)
+		if lean != sdk || ga.Status != gb.Status || len(ga.InputRequests) != len(gb.InputRequests) {
+			t.Errorf("%s: lean %s → %s; go-sdk %s → %s", method, lean, ga.Status, sdk, gb.Status)
+		}
+	}
+}
