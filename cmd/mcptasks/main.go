@@ -15,12 +15,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,8 +26,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
-	"github.com/mcptasks/mcptasks/pkg/examples"
-	"github.com/mcptasks/mcptasks/pkg/examples/conformance"
+	"github.com/mcptasks/mcptasks/pkg/platform"
 )
 
 func main() {
@@ -64,7 +61,7 @@ func run(args []string, log *slog.Logger) error {
 	}
 	addr := fs.String("addr", defAddr, "listen address (env MCPTASKS_ADDR)")
 	noWorker := fs.Bool("no-worker", false, "serve the MCP endpoint only; run workers with `mcptasks worker`")
-	appName := fs.String("app", envOr("MCPTASKS_APP", "examples"), "which tools to serve: "+appNames()+" (env MCPTASKS_APP)")
+	appName := fs.String("app", envOr("MCPTASKS_APP", platform.DefaultApp), "which tools to serve: "+platform.AppNames()+" (env MCPTASKS_APP)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,9 +69,9 @@ func run(args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	app, ok := apps()[*appName]
-	if !ok {
-		return fmt.Errorf("unknown --app %q (want one of %s)", *appName, appNames())
+	app, err := platform.App(*appName)
+	if err != nil {
+		return fmt.Errorf("--app: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -139,19 +136,6 @@ func work(ctx context.Context, cfg bundle.Config, log *slog.Logger, app bundle.A
 	wg.Go(func() { b.RunSweeper(ctx, cfg.SweepEvery) })
 	wg.Wait()
 	return nil
-}
-
-// apps lists the tool sets this binary can serve.
-func apps() map[string]bundle.App {
-	return map[string]bundle.App{
-		"examples":    examples.App(),
-		"conformance": conformance.App(),
-	}
-}
-
-func appNames() string {
-	names := slices.Sorted(maps.Keys(apps()))
-	return strings.Join(names, ", ")
 }
 
 func envOr(name, def string) string {

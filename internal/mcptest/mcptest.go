@@ -62,6 +62,33 @@ func (r *Response) Decode(t testing.TB, v any) {
 // override replaces headers after the defaults.
 func (c *Client) Call(t testing.TB, method string, params map[string]any, override ...string) *Response {
 	t.Helper()
+	body, hdr := c.Envelope(method, params)
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", c.URL, bytes.NewReader(body))
+	req.Header = hdr
+	for i := 0; i+1 < len(override); i += 2 {
+		req.Header.Set(override[i], override[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: reading body: %v", method, err)
+	}
+	r, err := Parse(resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return r
+}
+
+// Envelope returns the JSON-RPC body and the HTTP headers of a call of
+// method with params (a map; _meta is added), exactly as Call sends them,
+// for tests that deliver a request another way (a Lambda event, a handler
+// called directly).
+func (c *Client) Envelope(method string, params map[string]any) ([]byte, http.Header) {
 	c.id++
 	if params == nil {
 		params = map[string]any{}
@@ -78,37 +105,31 @@ func (c *Client) Call(t testing.TB, method string, params map[string]any, overri
 	}
 	params["_meta"] = meta
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
-	req, _ := http.NewRequestWithContext(context.Background(), "POST", c.URL, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("MCP-Protocol-Version", "2026-07-28")
+	h.Set("Mcp-Method", method)
 	switch method {
 	case "tools/call", "prompts/get":
-		req.Header.Set("Mcp-Name", fmt.Sprint(params["name"]))
+		h.Set("Mcp-Name", fmt.Sprint(params["name"]))
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		req.Header.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
+		h.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
 	}
 	for k, v := range c.Header {
-		req.Header[k] = v
+		h[k] = v
 	}
-	for i := 0; i+1 < len(override); i += 2 {
-		req.Header.Set(override[i], override[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s: reading body: %v", method, err)
-	}
-	r := &Response{HTTP: resp.StatusCode}
+	return body, h
+}
+
+// Parse decodes an HTTP answer to a JSON-RPC request: a JSON body, or an
+// SSE stream whose data: line carries the response.
+func Parse(status int, contentType string, raw []byte) (*Response, error) {
+	r := &Response{HTTP: status}
 	// An SSE stream carries one JSON message per data: line; a JSON body is
 	// the message itself.
 	payload := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if strings.HasPrefix(contentType, "text/event-stream") {
 		payload = nil
 		for _, line := range strings.Split(string(raw), "\n") {
 			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.Contains(d, `"id"`) {
@@ -117,9 +138,9 @@ func (c *Client) Call(t testing.TB, method string, params map[string]any, overri
 		}
 	}
 	if err := json.Unmarshal(payload, r); err != nil {
-		t.Fatalf("%s: HTTP %d, undecodable body %q: %v", method, resp.StatusCode, raw, err)
+		return nil, fmt.Errorf("HTTP %d, undecodable body %q: %w", status, raw, err)
 	}
-	return r
+	return r, nil
 }
 
 // Task is the subset of Task fields the tests read.

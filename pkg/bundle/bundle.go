@@ -2,7 +2,13 @@
 // variables) into a running mcptasks deployment: the task store, the queue,
 // the tasks server with its tools, the HTTP handler, and the worker and
 // sweeper loops. cmd/mcptasks, the Vercel functions under api/ and the
-// Lambda entry points under cmd/lambda all build on it.
+// Lambda entry points under cmd/lambda all build on it (the serverless ones
+// through package platform, which keeps one bundle per process).
+//
+// MCPTASKS_QUEUE selects the queue: "redis" (the default; local and
+// self-hosted workers consume it), "sqs" (Amazon SQS, the Lambda worker's
+// event source) or "qstash" (Upstash QStash, which pushes to the Vercel
+// worker function). The store is Redis in every case.
 package bundle
 
 import (
@@ -11,13 +17,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mcptasks/mcptasks/pkg/auth"
+	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -48,6 +57,58 @@ type Config struct {
 	// then runs anonymously (local development only).
 	Auth        auth.Config
 	AuthEnabled bool
+
+	// Queue is the queue adapter: QueueRedis (default), QueueSQS or
+	// QueueQStash (MCPTASKS_QUEUE).
+	Queue  string
+	SQS    SQSConfig
+	QStash QStashConfig
+	// CronSecret is the bearer token the sweeper endpoint of a Vercel
+	// deployment requires (CRON_SECRET; Vercel Cron sends it).
+	CronSecret string
+}
+
+// Queue adapters selectable with MCPTASKS_QUEUE.
+const (
+	QueueRedis  = "redis"
+	QueueSQS    = "sqs"
+	QueueQStash = "qstash"
+)
+
+// SQSConfig configures the Amazon SQS queue. Region and credentials come
+// from the AWS SDK's usual sources (on Lambda: the function's environment).
+type SQSConfig struct {
+	// QueueURL is the queue (MCPTASKS_SQS_QUEUE_URL). Required for "sqs".
+	QueueURL string
+	// FIFO sends MessageGroupId and MessageDeduplicationId (see
+	// queue.SQSOptions.FIFO); it is set when QueueURL ends in ".fifo".
+	FIFO bool
+}
+
+// QStashConfig configures the Upstash QStash queue and the verification of
+// its deliveries.
+type QStashConfig struct {
+	// Token publishes messages (QSTASH_TOKEN). Required for "qstash".
+	Token string
+	// URL is the QStash API (QSTASH_URL, default queue.QStashDefaultURL).
+	URL string
+	// WorkerURL is the public URL of the worker endpoint that QStash
+	// calls, e.g. https://app.vercel.app/api/worker
+	// (MCPTASKS_QSTASH_WORKER_URL); deliveries are signed for exactly this
+	// URL. Required for "qstash".
+	WorkerURL string
+	// CurrentSigningKey and NextSigningKey verify deliveries
+	// (QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY); the current
+	// one is required for "qstash".
+	CurrentSigningKey string
+	NextSigningKey    string
+	// Retries is QStash's delivery retry count (MCPTASKS_QSTASH_RETRIES;
+	// 0: the plan's default).
+	Retries int
+	// BypassSecret, when set, is forwarded by QStash as the
+	// x-vercel-protection-bypass header so that deliveries pass Vercel's
+	// Deployment Protection (VERCEL_AUTOMATION_BYPASS_SECRET).
+	BypassSecret string
 }
 
 // FromEnv reads the configuration from environment variables through
@@ -60,6 +121,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RedisURL:    getenv("REDIS_URL"),
 		KeyPrefix:   getenv("MCPTASKS_KEY_PREFIX"),
 		StateSecret: getenv("MCPTASKS_STATE_SECRET"),
+		Queue:       strings.ToLower(strings.TrimSpace(getenv("MCPTASKS_QUEUE"))),
+		SQS:         SQSConfig{QueueURL: strings.TrimSpace(getenv("MCPTASKS_SQS_QUEUE_URL"))},
+		QStash: QStashConfig{
+			Token:             getenv("QSTASH_TOKEN"),
+			URL:               strings.TrimSpace(getenv("QSTASH_URL")),
+			WorkerURL:         strings.TrimSpace(getenv("MCPTASKS_QSTASH_WORKER_URL")),
+			CurrentSigningKey: getenv("QSTASH_CURRENT_SIGNING_KEY"),
+			NextSigningKey:    getenv("QSTASH_NEXT_SIGNING_KEY"),
+			BypassSecret:      getenv("VERCEL_AUTOMATION_BYPASS_SECRET"),
+		},
+		CronSecret: getenv("CRON_SECRET"),
 	}
 	var errs []error
 	dur := func(name string, dst *time.Duration, def time.Duration) {
@@ -91,6 +163,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
+	num("MCPTASKS_QSTASH_RETRIES", &c.QStash.Retries, 0)
 	if v := getenv("MCPTASKS_ALLOWED_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {
@@ -106,17 +179,54 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.TaskTTL > tasks.MaxTTL {
 		errs = append(errs, fmt.Errorf("MCPTASKS_TASK_TTL=%v exceeds the maximum %v", c.TaskTTL, tasks.MaxTTL))
 	}
+	errs = append(errs, c.checkQueue())
 	return c, errors.Join(errs...)
+}
+
+// checkQueue validates the queue selection and what it needs, and sets the
+// default adapter.
+func (c *Config) checkQueue() error {
+	var errs []error
+	switch c.Queue {
+	case "":
+		c.Queue = QueueRedis
+	case QueueRedis:
+	case QueueSQS:
+		if c.SQS.QueueURL == "" {
+			errs = append(errs, errors.New("MCPTASKS_QUEUE=sqs needs MCPTASKS_SQS_QUEUE_URL"))
+		}
+		c.SQS.FIFO = queue.IsFIFOQueueURL(c.SQS.QueueURL)
+	case QueueQStash:
+		if c.QStash.Token == "" {
+			errs = append(errs, errors.New("MCPTASKS_QUEUE=qstash needs QSTASH_TOKEN"))
+		}
+		if c.QStash.CurrentSigningKey == "" {
+			errs = append(errs, errors.New("MCPTASKS_QUEUE=qstash needs QSTASH_CURRENT_SIGNING_KEY (and QSTASH_NEXT_SIGNING_KEY) to verify deliveries"))
+		}
+		if u, err := url.Parse(c.QStash.WorkerURL); err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=qstash needs MCPTASKS_QSTASH_WORKER_URL, the absolute public URL of the worker endpoint (got %q)", c.QStash.WorkerURL))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%q: want redis, sqs or qstash", c.Queue))
+	}
+	if c.Queue != QueueRedis && c.RedisURL == "" {
+		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL: the embedded Redis lives inside one process, and serverless functions are many", c.Queue))
+	}
+	return errors.Join(errs...)
 }
 
 // Bundle is a wired deployment.
 type Bundle struct {
-	Config  Config
-	Tasks   *tasks.Server
-	Queue   *queue.Redis
+	Config Config
+	Tasks  *tasks.Server
+	// Queue is the queue the tasks server enqueues to (see Config.Queue).
+	Queue   queue.Queue
 	Handler http.Handler
 	// Embedded is the in-process Redis when no REDIS_URL was given.
-	Embedded *miniredis.Miniredis
+	Embedded *embedredis.Server
+	// consumer is the Redis queue that local workers consume; nil with a
+	// push queue (SQS, QStash), whose platform invokes the worker.
+	consumer *queue.Redis
 	client   rueidis.Client
 	log      *slog.Logger
 }
@@ -135,35 +245,90 @@ type App struct {
 	Register func(s *tasks.Server)
 }
 
-// New connects to Redis (or starts the embedded one) and builds the tasks
-// server with app's tools, and the HTTP handler.
-func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, error) {
+// Option adjusts how [New] builds a bundle beyond what Config says.
+type Option func(*options)
+
+type options struct {
+	sqs  queue.SQSSender
+	http *http.Client
+}
+
+// WithSQSClient makes an "sqs" bundle send through c instead of a client
+// built from the AWS environment (custom endpoints, credentials, tests).
+func WithSQSClient(c queue.SQSSender) Option { return func(o *options) { o.sqs = c } }
+
+// WithHTTPClient makes a "qstash" bundle publish through c.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.http = c } }
+
+// Redis client settings. The client is made once per process and reused
+// by every request, invocation and worker of it (warm serverless
+// invocations included); NewClient dials at once, so a serverless entry
+// point that builds its bundle during init pays the (TLS) dial there.
+const (
+	// redisDialTimeout bounds a (re)connection.
+	redisDialTimeout = 5 * time.Second
+	// redisWriteTimeout bounds every read/write and the background PINGs,
+	// so a connection that died while a serverless sandbox was frozen is
+	// detected and replaced instead of hanging the next invocation.
+	redisWriteTimeout = 10 * time.Second
+)
+
+// redisOptions returns the rueidis options for cfg's REDIS_URL: client-side
+// caching off (task state must never be served stale, and Upstash,
+// ElastiCache and miniredis refuse CLIENT TRACKING), and the timeouts above
+// unless the URL sets its own (dial_timeout, write_timeout).
+func redisOptions(redisURL string) (rueidis.ClientOption, error) {
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		return opt, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DisableCache = true
+	if opt.Dialer.Timeout == 0 {
+		opt.Dialer.Timeout = redisDialTimeout
+	}
+	if opt.ConnWriteTimeout == 0 {
+		opt.ConnWriteTimeout = redisWriteTimeout
+	}
+	return opt, nil
+}
+
+// New connects to Redis (or starts the embedded one), builds the queue
+// Config selects, and the tasks server with app's tools, and the HTTP
+// handler.
+func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Option) (*Bundle, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Bundle{Config: cfg, log: log}
-	opt := rueidis.ClientOption{
-		DisableCache:     true, // task state must never be served stale
-		ConnWriteTimeout: 10 * time.Second,
+	var o options
+	for _, f := range opts {
+		f(&o)
 	}
+	if cfg.Queue == "" {
+		cfg.Queue = QueueRedis
+	}
+	b := &Bundle{Config: cfg, log: log}
+	var opt rueidis.ClientOption
 	if cfg.RedisURL == "" {
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true) // keys expire on the wall clock, like a real server
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
+		if cfg.Queue != QueueRedis {
+			return nil, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL", cfg.Queue)
+		}
+		m, err := embedredis.Start() // keys expire on the wall clock, like a real server
+		if err != nil {
+			return nil, err
 		}
 		b.Embedded = m
-		opt.InitAddress = []string{m.Addr()}
-		opt.ForceSingleClient = true
+		opt = rueidis.ClientOption{
+			InitAddress:       []string{m.Addr()},
+			ForceSingleClient: true,
+			DisableCache:      true,
+			ConnWriteTimeout:  redisWriteTimeout,
+		}
 		log.Info("no REDIS_URL set: using an embedded in-process Redis; tasks do not survive a restart")
 	} else {
-		parsed, err := rueidis.ParseURL(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		var err error
+		if opt, err = redisOptions(cfg.RedisURL); err != nil {
+			return nil, err
 		}
-		parsed.DisableCache = true
-		parsed.ConnWriteTimeout = opt.ConnWriteTimeout
-		opt = parsed
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
@@ -176,7 +341,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 		prefix = "mcptasks:"
 	}
 	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2})
-	b.Queue = queue.NewRedis(client, &queue.RedisOptions{Key: prefix + "queue", Visibility: cfg.Visibility, Logger: log})
+	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
+		b.Close()
+		return nil, err
+	}
 	name := app.Name
 	if name == "" {
 		name = "mcptasks"
@@ -189,7 +357,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 		// The go-sdk logs every stateless request at INFO; keep its warnings.
 		so.Logger = slog.New(minLevel{log.Handler(), slog.LevelWarn})
 	}
-	wrap := tasks.CheckRoutingHeaders
+	// The tasks HTTP layer (routing-header check and the lean tasks/* path)
+	// sits inside authentication, which puts the principal in the context.
+	authenticate := func(h http.Handler) http.Handler { return h }
 	extra := map[string]http.Handler{}
 	if cfg.AuthEnabled {
 		v, err := auth.New(ctx, cfg.Auth, log)
@@ -197,7 +367,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 			b.Close()
 			return nil, fmt.Errorf("auth: %w", err)
 		}
-		wrap = func(h http.Handler) http.Handler { return v.Middleware(tasks.CheckRoutingHeaders(h)) }
+		authenticate = v.Middleware
 		for _, p := range v.MetadataPaths() {
 			extra["GET "+p] = v.MetadataHandler()
 		}
@@ -220,16 +390,99 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App) (*Bundle, e
 	b.Handler = endpoint.New(b.Tasks.MCP(), &endpoint.Options{
 		Logger:         log,
 		AllowedOrigins: cfg.AllowedOrigins,
-		Wrap:           wrap,
+		Wrap:           func(h http.Handler) http.Handler { return authenticate(b.Tasks.HTTPHandler(h)) },
 		Extra:          extra,
 	})
 	return b, nil
 }
 
-// RunWorkers consumes the queue with n workers until ctx ends, advancing
-// one task per message.
+// newQueue builds the queue adapter Config.Queue selects.
+func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (queue.Queue, error) {
+	cfg := b.Config
+	switch cfg.Queue {
+	case QueueRedis:
+		b.consumer = queue.NewRedis(b.client, &queue.RedisOptions{Key: prefix + "{queue}", Visibility: cfg.Visibility, Logger: b.log})
+		return b.consumer, nil
+	case QueueSQS:
+		c := o.sqs
+		if c == nil {
+			// Region and credentials from the environment (on Lambda, the
+			// function's role); AWS_ENDPOINT_URL_SQS overrides the endpoint.
+			ac, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("sqs: loading the AWS configuration: %w", err)
+			}
+			c = sqs.NewFromConfig(ac)
+		}
+		return queue.NewSQS(c, cfg.SQS.QueueURL, &queue.SQSOptions{FIFO: cfg.SQS.FIFO}), nil
+	case QueueQStash:
+		qo := queue.QStashOptions{
+			Token:       cfg.QStash.Token,
+			Destination: cfg.QStash.WorkerURL,
+			BaseURL:     cfg.QStash.URL,
+			Retries:     cfg.QStash.Retries,
+			HTTPClient:  o.http,
+		}
+		if cfg.QStash.BypassSecret != "" {
+			qo.Forward = map[string]string{"x-vercel-protection-bypass": cfg.QStash.BypassSecret}
+		}
+		q, err := queue.NewQStash(qo)
+		if err != nil {
+			return nil, err
+		}
+		return q, nil
+	default:
+		return nil, fmt.Errorf("unknown queue %q (want redis, sqs or qstash)", cfg.Queue)
+	}
+}
+
+// Log returns the bundle's logger.
+func (b *Bundle) Log() *slog.Logger { return b.log }
+
+// QStashVerifier returns the verifier of QStash deliveries to this
+// deployment's worker endpoint.
+func (b *Bundle) QStashVerifier() *queue.QStashVerifier {
+	return &queue.QStashVerifier{
+		CurrentKey: b.Config.QStash.CurrentSigningKey,
+		NextKey:    b.Config.QStash.NextSigningKey,
+		URL:        b.Config.QStash.WorkerURL,
+	}
+}
+
+// Advance is one worker invocation for a delivered task id: it advances
+// the task and logs the outcome. A nil error acknowledges the message; an
+// error (the store was unreachable or failed) asks for redelivery.
+func (b *Bundle) Advance(ctx context.Context, taskID string) error {
+	res, err := b.Tasks.Advance(ctx, taskID)
+	if err != nil {
+		b.log.Warn("advancing task failed; the message will be redelivered", "task", taskID, "err", err)
+		return fmt.Errorf("advance %s: %w", taskID, err)
+	}
+	b.log.Debug("advanced task", "task", taskID, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
+	return nil
+}
+
+// Sweep runs one sweep (see tasks.Server.Sweep) and logs what it did.
+func (b *Bundle) Sweep(ctx context.Context) (tasks.SweepResult, error) {
+	res, err := b.Tasks.Sweep(ctx, 0)
+	if err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
+	if res.Enqueued > 0 {
+		b.log.Info("sweeper re-enqueued tasks", "count", res.Enqueued)
+	}
+	return res, nil
+}
+
+// RunWorkers consumes the Redis queue with n workers until ctx ends,
+// advancing one task per message. With a push queue (SQS, QStash) the
+// platform invokes the worker instead, and RunWorkers returns at once.
 func (b *Bundle) RunWorkers(ctx context.Context, n int) {
-	b.Queue.Consume(ctx, n, func(ctx context.Context, id string) error {
+	if b.consumer == nil {
+		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
+		return
+	}
+	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) error {
 		res, err := b.Tasks.Advance(ctx, id)
 		if err != nil {
 			return err

@@ -1,0 +1,8 @@
+// Command mcp is the AWS Lambda function for the MCP endpoint behind a Function URL (InvokeMode RESPONSE_STREAM),
+// built as bootstrap for provided.al2023 with -tags lambda.norpc (see
+// Makefile and template.yaml). Its handler lives in pkg/platform/awslambda.
+package main
+
+import "github.com/mcptasks/mcptasks/pkg/platform/awslambda"
+
+func main() { awslambda.StartMCP() }

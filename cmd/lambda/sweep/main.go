@@ -1,0 +1,8 @@
+// Command sweep is the AWS Lambda function for the scheduled sweeper,
+// built as bootstrap for provided.al2023 with -tags lambda.norpc (see
+// Makefile and template.yaml). Its handler lives in pkg/platform/awslambda.
+package main
+
+import "github.com/mcptasks/mcptasks/pkg/platform/awslambda"
+
+func main() { awslambda.StartSweep() }

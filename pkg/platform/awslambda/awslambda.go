@@ -1,0 +1,122 @@
+// Package awslambda holds the AWS Lambda handler functions of the
+// cmd/lambda binaries, so that tests can call them with real
+// aws-lambda-go/events payloads:
+//
+//   - [MCPHandler]: the MCP endpoint behind a Function URL (InvokeMode
+//     RESPONSE_STREAM), through aws-lambda-go's lambdaurl adapter.
+//   - [WorkerHandler]: the SQS event source's handler; it advances each
+//     record's task by one step and reports exactly the records that must
+//     be redelivered in BatchItemFailures (ReportBatchItemFailures).
+//   - [SweepHandler]: the scheduled sweeper.
+//
+// The Start functions are the binaries' whole main: they build the
+// process's bundle during the Lambda init phase (so the Redis dial happens
+// there, once per sandbox, reused by every warm invocation), close it on
+// SIGTERM, and start the runtime loop.
+package awslambda
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/platform"
+	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+)
+
+// MCPHandler returns the Function URL handler serving b's MCP endpoint and
+// protected resource metadata.
+func MCPHandler(b *bundle.Bundle) func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+	return lambdaurl.Wrap(b.Handler)
+}
+
+// WorkerHandler returns the SQS handler: every record's task is advanced
+// by one step, the records of one batch concurrently (so a batch takes as
+// long as its slowest step, within the function's timeout, which the
+// template sets to MCPTASKS_MAX_DURATION). A record whose Advance fails
+// (the store failed) is listed in BatchItemFailures, and only it: SQS
+// redelivers it after the visibility timeout and, after maxReceiveCount
+// tries, moves it to the dead-letter queue. A record that is not a message
+// of this system is listed too, so it ends in the dead-letter queue where
+// someone can look at it. The error is always nil: an error would fail the
+// whole batch.
+func WorkerHandler(b *bundle.Bundle) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	log := b.Log()
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		failed := make([]bool, len(ev.Records))
+		var wg sync.WaitGroup
+		for i, rec := range ev.Records {
+			id, err := queue.DecodeMessage([]byte(rec.Body))
+			if err != nil {
+				log.Error("undecodable SQS message; leaving it to the dead-letter queue", "messageId", rec.MessageId, "err", err)
+				failed[i] = true
+				continue
+			}
+			wg.Go(func() {
+				// Advance keeps its step within MaxDuration minus the
+				// safety margin; ctx carries the invocation's deadline.
+				failed[i] = b.Advance(ctx, id) != nil
+			})
+		}
+		wg.Wait()
+		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+		for i, f := range failed {
+			if f {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+			}
+		}
+		return resp, nil
+	}
+}
+
+// SweepHandler returns the scheduled sweeper: one sweep per EventBridge
+// "Scheduled Event", whose counts are the invocation's result.
+func SweepHandler(b *bundle.Bundle) func(context.Context, events.CloudWatchEvent) (tasks.SweepResult, error) {
+	return func(ctx context.Context, _ events.CloudWatchEvent) (tasks.SweepResult, error) {
+		return b.Sweep(ctx)
+	}
+}
+
+// StartMCP runs the MCP Function URL binary (cmd/lambda/mcp).
+func StartMCP() {
+	b := mustBundle()
+	lambdaurl.Start(b.Handler, lambda.WithEnableSIGTERM(b.Close))
+}
+
+// StartWorker runs the SQS worker binary (cmd/lambda/worker).
+func StartWorker() {
+	b := mustBundle()
+	lambda.StartWithOptions(WorkerHandler(b), lambda.WithEnableSIGTERM(b.Close))
+}
+
+// StartSweep runs the scheduled sweeper binary (cmd/lambda/sweep).
+func StartSweep() {
+	b := mustBundle()
+	lambda.StartWithOptions(SweepHandler(b), lambda.WithEnableSIGTERM(b.Close))
+}
+
+// mustBundle builds the process's bundle during the init phase, logging
+// JSON (the template's LogFormat). A failure ends the process: Lambda
+// reports an init error and retries with a fresh sandbox.
+func mustBundle() *bundle.Bundle {
+	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
+	b, err := platform.Default()
+	if err != nil {
+		os.Exit(1) // platform.Default logged why
+	}
+	return b
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if v := os.Getenv("MCPTASKS_LOG_LEVEL"); v != "" {
+		_ = l.UnmarshalText([]byte(v))
+	}
+	return l
+}

@@ -1,0 +1,266 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// QStashDefaultURL is QStash's API base URL (QSTASH_URL overrides it, e.g.
+// for a regional endpoint).
+const QStashDefaultURL = "https://qstash.upstash.io"
+
+// QStashDefaultMaxDelay is the longest delay of QStash's free plan (paid
+// plans allow longer); longer waits are chained by the worker.
+const QStashDefaultMaxDelay = 7 * 24 * time.Hour
+
+// QStashOptions configures a QStash queue.
+type QStashOptions struct {
+	// Token is the QStash token (QSTASH_TOKEN). Required.
+	Token string
+	// Destination is the public URL QStash delivers messages to: the
+	// worker function, e.g. https://app.vercel.app/api/worker. It is also
+	// the "sub" of the signature the worker verifies. Required.
+	Destination string
+	// BaseURL is the QStash API (default QStashDefaultURL).
+	BaseURL string
+	// Retries is QStash's delivery retry count (Upstash-Retries); 0 keeps
+	// the plan's default.
+	Retries int
+	// Forward are headers QStash adds to its delivery (sent as
+	// Upstash-Forward-<name>), e.g. x-vercel-protection-bypass.
+	Forward map[string]string
+	// MaxDelay is the longest delay QStash is asked for (default
+	// QStashDefaultMaxDelay).
+	MaxDelay time.Duration
+	// HTTPClient sends the publish requests (default: a client with a 10s
+	// timeout).
+	HTTPClient *http.Client
+	// Attempts is how many times a publish that failed with a network
+	// error, a 429 or a 5xx is tried (default 3). Every attempt carries the
+	// same deduplication id, so a retry of a publish that did reach QStash
+	// is dropped by QStash.
+	Attempts int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// QStash is a [Queue] on Upstash QStash, which pushes each message to the
+// worker function over HTTPS, signed (see [QStashVerifier]), and retries
+// it until the worker answers 2xx.
+type QStash struct {
+	o QStashOptions
+}
+
+var _ Queue = (*QStash)(nil)
+
+// NewQStash returns a QStash queue.
+func NewQStash(opts QStashOptions) (*QStash, error) {
+	o := opts
+	if o.Token == "" {
+		return nil, errors.New("queue: qstash: a token is required")
+	}
+	if !strings.HasPrefix(o.Destination, "https://") && !strings.HasPrefix(o.Destination, "http://") {
+		return nil, fmt.Errorf("queue: qstash: destination %q must be an absolute http(s) URL", o.Destination)
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = QStashDefaultURL
+	}
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = QStashDefaultMaxDelay
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &QStash{o: o}, nil
+}
+
+// Enqueue implements Queue: one publish to the destination, with
+// Upstash-Not-Before set to notBefore rounded up to whole seconds when it
+// is in the future, and Upstash-Deduplication-Id set to the task id and the
+// due time in milliseconds (QStash keeps deduplication ids for 90 days, so
+// the time is part of the id: every distinct wake-up is a distinct
+// message).
+func (q *QStash) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
+	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	now := q.o.Now()
+	due := notBefore
+	if due.IsZero() || due.Before(now) {
+		due = now
+	}
+	body := EncodeMessage(taskID)
+	hdr := http.Header{}
+	hdr.Set("Authorization", "Bearer "+q.o.Token)
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Upstash-Deduplication-Id", taskID+"."+strconv.FormatInt(due.UnixMilli(), 10))
+	if due.After(now) {
+		secs := due.Unix()
+		if due.Nanosecond() > 0 {
+			secs++ // never before notBefore
+		}
+		hdr.Set("Upstash-Not-Before", strconv.FormatInt(secs, 10))
+	}
+	if q.o.Retries > 0 {
+		hdr.Set("Upstash-Retries", strconv.Itoa(q.o.Retries))
+	}
+	for k, v := range q.o.Forward {
+		hdr.Set("Upstash-Forward-"+k, v)
+	}
+	// QStash takes the destination verbatim after /v2/publish/.
+	endpoint := q.o.BaseURL + "/v2/publish/" + q.o.Destination
+	var err error
+	for attempt := 1; attempt <= q.o.Attempts; attempt++ {
+		var retry bool
+		retry, err = q.publish(ctx, endpoint, hdr, body)
+		if err == nil || !retry || attempt == q.o.Attempts {
+			break
+		}
+		t := time.NewTimer(time.Duration(attempt*attempt) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("queue: qstash publish %s: %w (after %v)", taskID, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("queue: qstash publish %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// publish sends one publish request; retry reports whether a failure is
+// worth another attempt.
+func (q *QStash) publish(ctx context.Context, endpoint string, hdr http.Header, body []byte) (retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header = hdr.Clone()
+	resp, err := q.o.HTTPClient.Do(req)
+	if err != nil {
+		return ctx.Err() == nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return false, nil
+	}
+	msg := strings.TrimSpace(string(raw))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+		fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+}
+
+// MaxDelay implements Queue.
+func (q *QStash) MaxDelay() time.Duration { return q.o.MaxDelay }
+
+// QStashVerifier checks the Upstash-Signature header of a QStash delivery:
+// an HS256 JWT signed with the current or the next signing key, issued by
+// "Upstash", whose "sub" is the exact destination URL and whose "body"
+// claim is the base64url SHA-256 of the raw request body.
+type QStashVerifier struct {
+	// CurrentKey and NextKey are the signing keys
+	// (QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY). At least one
+	// is required; QStash signs with either during a key rotation.
+	CurrentKey, NextKey string
+	// URL is the destination URL the messages were published to; the
+	// token's "sub" must equal it.
+	URL string
+	// Leeway is the clock skew tolerated on exp and nbf (default 5s).
+	Leeway time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// ErrQStashSignature is wrapped by every verification failure.
+var ErrQStashSignature = errors.New("invalid QStash signature")
+
+// qstashClaims are the claims of an Upstash-Signature token.
+type qstashClaims struct {
+	Body string `json:"body"`
+	jwt.RegisteredClaims
+}
+
+// Verify checks signature (the Upstash-Signature header) against the raw
+// body. It returns nil only for a delivery QStash made to URL with exactly
+// this body, within the token's lifetime.
+func (v *QStashVerifier) Verify(signature string, body []byte) error {
+	if signature == "" {
+		return fmt.Errorf("%w: no Upstash-Signature header", ErrQStashSignature)
+	}
+	if v.URL == "" {
+		return fmt.Errorf("%w: no destination URL configured", ErrQStashSignature)
+	}
+	keys := make([]string, 0, 2)
+	for _, k := range []string{v.CurrentKey, v.NextKey} {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no signing key configured", ErrQStashSignature)
+	}
+	leeway := v.Leeway
+	if leeway <= 0 {
+		leeway = 5 * time.Second
+	}
+	now := v.Now
+	if now == nil {
+		now = time.Now
+	}
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{"HS256"}),
+		jwt.WithIssuer("Upstash"),
+		jwt.WithSubject(v.URL),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(leeway),
+		jwt.WithTimeFunc(now),
+	)
+	sum := sha256.Sum256(body)
+	want := base64.RawURLEncoding.EncodeToString(sum[:])
+	var errs []error
+	for _, k := range keys {
+		var c qstashClaims
+		_, err := p.ParseWithClaims(signature, &c, func(*jwt.Token) (any, error) { return []byte(k), nil })
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		// QStash pads the claim ("=") in some versions: compare unpadded,
+		// in either base64url or standard alphabet.
+		got := strings.TrimRight(c.Body, "=")
+		got = strings.NewReplacer("+", "-", "/", "_").Replace(got)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			return fmt.Errorf("%w: body hash does not match the request body", ErrQStashSignature)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrQStashSignature, errors.Join(errs...))
+}
