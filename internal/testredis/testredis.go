@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/redis/rueidis"
 )
 
 // Start returns a redis:// URL of a running redis-server that lives as long
@@ -110,4 +113,39 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Backends names the Redis servers the store and queue tests run against:
+// a real redis-server (the production target) and the embedded Redis of
+// the local default (package embedredis).
+func Backends() []string { return []string{"redis-server", "embedded"} }
+
+// Client returns a client of a fresh Redis of the given backend (one of
+// Backends), closed with the server when tb ends.
+func Client(tb testing.TB, backend string) rueidis.Client {
+	tb.Helper()
+	var opt rueidis.ClientOption
+	switch backend {
+	case "redis-server":
+		var err error
+		if opt, err = rueidis.ParseURL(Start(tb)); err != nil {
+			tb.Fatalf("testredis: parsing the Redis URL: %v", err)
+		}
+	case "embedded":
+		s, err := embedredis.Start()
+		if err != nil {
+			tb.Fatalf("testredis: %v", err)
+		}
+		tb.Cleanup(s.Close)
+		opt = rueidis.ClientOption{InitAddress: []string{s.Addr()}, ForceSingleClient: true}
+	default:
+		tb.Fatalf("testredis: unknown backend %q", backend)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		tb.Fatalf("testredis: connecting to %s: %v", backend, err)
+	}
+	tb.Cleanup(c.Close)
+	return c
 }

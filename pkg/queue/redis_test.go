@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
@@ -33,43 +32,8 @@ var backends = []struct {
 	name   string
 	client func(t *testing.T) rueidis.Client
 }{
-	{"redis-server", realRedis},
-	{"miniredis", embeddedRedis},
-}
-
-func realRedis(t *testing.T) rueidis.Client {
-	t.Helper()
-	opt, err := rueidis.ParseURL(testredis.Start(t))
-	if err != nil {
-		t.Fatalf("parse redis url: %v", err)
-	}
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatalf("redis client: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func embeddedRedis(t *testing.T) rueidis.Client {
-	t.Helper()
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		t.Fatalf("start miniredis: %v", err)
-	}
-	t.Cleanup(m.Close)
-	c, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{m.Addr()},
-		ForceSingleClient: true,
-		DisableCache:      true,
-	})
-	if err != nil {
-		t.Fatalf("miniredis client: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	{"redis-server", func(t *testing.T) rueidis.Client { return testredis.Client(t, "redis-server") }},
+	{"embedded", func(t *testing.T) rueidis.Client { return testredis.Client(t, "embedded") }},
 }
 
 // uniqueKey is a queue key private to t, also across runs on a shared

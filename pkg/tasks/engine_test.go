@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
@@ -26,36 +25,10 @@ import (
 )
 
 // backends are the Redis servers every engine test runs against.
-var backends = []string{"redis-server", "miniredis"}
+var backends = testredis.Backends()
 
 // newRedis returns a client of a fresh Redis of the given backend.
-func newRedis(tb testing.TB, backend string) rueidis.Client {
-	tb.Helper()
-	var opt rueidis.ClientOption
-	switch backend {
-	case "redis-server":
-		var err error
-		opt, err = rueidis.ParseURL(testredis.Start(tb))
-		if err != nil {
-			tb.Fatal(err)
-		}
-	default:
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true)
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(m.Close)
-		opt = rueidis.ClientOption{InitAddress: []string{m.Addr()}, ForceSingleClient: true}
-	}
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
+func newRedis(tb testing.TB, backend string) rueidis.Client { return testredis.Client(tb, backend) }
 
 // clock is a test clock: real time plus an offset the test can move
 // forward (never backward, so deadlines derived from it stay in the future).
@@ -523,7 +496,7 @@ func (q *shortQueue) Enqueue(ctx context.Context, id string, at time.Time) error
 // A sleep longer than the queue's delay limit is chained through several
 // deliveries and still wakes at the right time.
 func TestLongSleepIsChained(t *testing.T) {
-	rc := newRedis(t, "miniredis")
+	rc := newRedis(t, "embedded")
 	store := redisstore.New(rc, nil)
 	rq := queue.NewRedis(rc, &queue.RedisOptions{Poll: 5 * time.Millisecond})
 	sq := &shortQueue{Queue: rq}
@@ -567,7 +540,7 @@ func TestLongSleepIsChained(t *testing.T) {
 // GatherInputFirst: leading input goes over MRTR before the task exists;
 // the task starts with the answer journaled.
 func TestGatherInputFirst(t *testing.T) {
-	h := newHarness(t, "miniredis", tasks.Options{}, func(s *tasks.Server) {
+	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
 		type who struct {
 			Name string `json:"name"`
 		}

@@ -1,11 +1,9 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -47,25 +45,17 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 			checked.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+		body, err := peekBody(r)
 		if err != nil {
 			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 		req, ok := parseLean(body, method)
 		if !ok || len(body) > maxHeaderCheckBody {
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 			checked.ServeHTTP(w, r)
 			return
 		}
-		if name, present := r.Header["Mcp-Name"]; len(name) != 1 || strings.TrimSpace(name[0]) != req.Params.TaskID {
-			text := "Mcp-Name header does not match params.taskId"
-			if !present {
-				text = "Mcp-Name header is required for " + method
-			}
+		if text := nameMismatch(r.Header, method, req.Params.TaskID); text != "" {
 			writeRPCError(w, http.StatusBadRequest, req.ID, CodeHeaderMismatch, text)
 			return
 		}

@@ -30,7 +30,7 @@ func normalized(t *testing.T, r *mcptest.Response) string {
 // results and for every error it handles itself; requests it does not
 // handle reach the go-sdk unchanged.
 func TestLeanPathMatchesSDK(t *testing.T) {
-	h := newHarness(t, "miniredis", tasks.Options{}, func(s *tasks.Server) {
+	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
 		tasks.AddTool(s, &mcp.Tool{Name: "ask", Description: "asks"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 				ans, err := tasks.Elicit[struct {

@@ -29,15 +29,11 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+		body, err := peekBody(r)
 		if err != nil {
 			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		if len(body) > maxHeaderCheckBody {
 			next.ServeHTTP(w, r)
 			return
@@ -53,17 +49,36 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // malformed: the transport answers it
 			return
 		}
-		name, present := r.Header["Mcp-Name"]
-		if len(name) == 1 && strings.TrimSpace(name[0]) == *msg.Params.TaskID {
-			next.ServeHTTP(w, r)
+		if text := nameMismatch(r.Header, msg.Method, *msg.Params.TaskID); text != "" {
+			writeRPCError(w, http.StatusBadRequest, msg.ID, CodeHeaderMismatch, text)
 			return
 		}
-		text := "Mcp-Name header does not match params.taskId"
-		if !present {
-			text = "Mcp-Name header is required for " + msg.Method
-		}
-		writeRPCError(w, http.StatusBadRequest, msg.ID, CodeHeaderMismatch, text)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// peekBody reads the start of r's body (up to maxHeaderCheckBody+1 bytes)
+// and puts it back, so that the next handler reads the body unchanged.
+func peekBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	return body, err
+}
+
+// nameMismatch returns why the Mcp-Name header does not route to taskID,
+// or "" when it does (exactly one header, equal after trimming OWS).
+func nameMismatch(h http.Header, method, taskID string) string {
+	name, present := h["Mcp-Name"]
+	switch {
+	case !present:
+		return "Mcp-Name header is required for " + method
+	case len(name) != 1 || strings.TrimSpace(name[0]) != taskID:
+		return "Mcp-Name header does not match params.taskId"
+	}
+	return ""
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {

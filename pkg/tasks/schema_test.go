@@ -86,7 +86,7 @@ func TestWireMatchesSchema(t *testing.T) {
 	type confirm struct {
 		OK bool `json:"ok"`
 	}
-	h := newHarness(t, "miniredis", tasks.Options{}, func(s *tasks.Server) {
+	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
 		tasks.AddTool(s, &mcp.Tool{Name: "job", Description: "ends as asked"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, in struct {
 				End string `json:"end"`
