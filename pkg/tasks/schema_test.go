@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -83,36 +79,7 @@ func TestWireMatchesSchema(t *testing.T) {
 		callResult = compile("mcp.json#/$defs/CallToolResult")
 		inputReq   = compile("mcp.json#/$defs/InputRequiredResult")
 	)
-	type confirm struct {
-		OK bool `json:"ok"`
-	}
-	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
-		tasks.AddTool(s, &mcp.Tool{Name: "job", Description: "ends as asked"}, tasks.Optional,
-			func(ctx context.Context, st *tasks.Step, in struct {
-				End string `json:"end"`
-			}) (*mcp.CallToolResult, error) {
-				st.Status("working on it")
-				switch in.End {
-				case "ask":
-					ans, err := tasks.Elicit[confirm](st, "confirm", "Go on?")
-					if err != nil {
-						return nil, err
-					}
-					return text("ok=" + map[bool]string{true: "yes", false: "no"}[ans.Content.OK]), nil
-				case "fail":
-					return nil, &jsonrpc.Error{Code: -32000, Message: "upstream refused"}
-				case "crash":
-					return nil, errors.New("disk full")
-				case "toolerror":
-					r := text("not found")
-					r.IsError = true
-					return r, nil
-				case "sleep":
-					return nil, st.Sleep("nap", time.Hour)
-				}
-				return text("done"), nil
-			})
-	})
+	h := newHarness(t, "embedded", tasks.Options{}, registerJob)
 	ctx := context.Background()
 	call := func(method string, params map[string]any) *mcptest.Response {
 		r := h.c.Call(t, method, params)
