@@ -24,7 +24,8 @@ type RedisOptions struct {
 	// (default 2m).
 	Visibility time.Duration
 	// Poll is the longest an idle consumer waits before looking again
-	// (default 50ms).
+	// (default 250ms). Enqueues also wake idle consumers at once, through a
+	// short list Key+":wake" they block on.
 	Poll time.Duration
 	// KeyTTL is the expiry refreshed on the queue key at every enqueue
 	// (default 8 days).
@@ -65,7 +66,7 @@ func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
 		o.Visibility = 2 * time.Minute
 	}
 	if o.Poll <= 0 {
-		o.Poll = 50 * time.Millisecond
+		o.Poll = 250 * time.Millisecond
 	}
 	if o.KeyTTL <= 0 {
 		o.KeyTTL = 8 * 24 * time.Hour
@@ -78,9 +79,36 @@ func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
 
 func (q *Redis) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
 
+func (q *Redis) wakeKey() string { return q.o.Key + ":wake" }
+
+// idle waits up to d for an enqueue (a token on the wake list), or until
+// ctx ends. It reports false when ctx ended.
+func (q *Redis) idle(ctx context.Context, d time.Duration) bool {
+	// BLPOP blocks on a dedicated connection; its timeout has a resolution
+	// of a millisecond.
+	secs := max(d, time.Millisecond).Seconds()
+	err := q.c.Do(ctx, q.c.B().Blpop().Key(q.wakeKey()).Timeout(secs).Build()).Error()
+	if err == nil || rueidis.IsRedisNil(err) {
+		return ctx.Err() == nil
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	// Redis unreachable: back off on a timer rather than spin.
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 func (q *Redis) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
 
-// enqueueScript: KEYS q meta; ARGV id at ttlMs.
+// enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
+// it pushes a token on the wake list (bounded) for an idle consumer.
 var enqueueScript = rueidis.NewLuaScript(`
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if cur and redis.call('HEXISTS', KEYS[2], 'r:' .. ARGV[1]) == 1 and tonumber(ARGV[2]) >= tonumber(cur) then
@@ -91,6 +119,9 @@ else
   redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('LPUSH', KEYS[3], '1')
+redis.call('LTRIM', KEYS[3], 0, 63)
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 return 1
 `)
 
@@ -129,7 +160,7 @@ func (q *Redis) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
 	}
-	err := q.enq.Exec(ctx, q.c, q.keys(), []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
+	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.o.Key + ":meta", q.wakeKey()}, []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
 	}
@@ -208,12 +239,8 @@ func (q *Redis) consume(ctx context.Context, h Handler) {
 			}
 		}
 		if !ok {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !q.idle(ctx, wait) {
 				return
-			case <-t.C:
 			}
 			continue
 		}
