@@ -100,7 +100,34 @@ func run(duration time.Duration, clients int, jsonOut string) error {
 		return p, err
 	}
 
-	// Embedded store: one process.
+	// Each phase starts from fresh processes (and a fresh redis-server), so
+	// that no backlog of an earlier scenario's tasks skews the next one.
+	stopAll := func() {
+		for _, p := range procs {
+			p.stop()
+		}
+		procs = nil
+	}
+	split := func(workers int) (*proc, *redisProc, error) {
+		rs, err := startRedis(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		procs = append(procs, rs.proc)
+		env := []string{"REDIS_URL=" + rs.url}
+		api, err := start(env, "serve", "--no-worker")
+		if err != nil {
+			return nil, nil, err
+		}
+		for range workers {
+			if _, err := start(env, "worker"); err != nil {
+				return nil, nil, err
+			}
+		}
+		return api, rs, nil
+	}
+
+	// Embedded store, one process: the floor, then the task operations.
 	emb, err := start(nil, "serve")
 	if err != nil {
 		return err
@@ -110,32 +137,36 @@ func run(duration time.Duration, clients int, jsonOut string) error {
 	baseline.RSSMiB = emb.rssMiB()
 	rep.Rows = append(rep.Rows, baseline)
 	rep.Rows = append(rep.Rows, taskScenarios(emb, nil, clients, duration, "embedded")...)
+	stopAll()
 
-	// Real redis-server: endpoint + worker processes.
-	rs, err := startRedis(dir)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, rs.proc)
-	env := []string{"REDIS_URL=" + rs.url}
-	api, err := start(env, "serve", "--no-worker")
-	if err != nil {
-		return err
-	}
-	w1, err := start(env, "worker")
+	// Real redis-server, endpoint and worker in separate processes.
+	api, rs, err := split(1)
 	if err != nil {
 		return err
 	}
 	rep.Rows = append(rep.Rows, taskScenarios(api, rs, clients, duration, "redis-server")...)
-	rep.Rows = append(rep.Rows, throughput(api, "redis-server, 1 worker process", 200))
-	if _, err := start(env, "worker"); err != nil {
+	stopAll()
+
+	// Worker throughput and end-to-end latency, each on a fresh deployment.
+	if emb, err = start(nil, "serve"); err != nil {
 		return err
 	}
-	rep.Rows = append(rep.Rows, throughput(api, "redis-server, 2 worker processes", 200))
-	_ = w1
-	rep.Rows = append(rep.Rows, throughput(emb, "embedded, in-process workers", 200))
-	rep.Rows = append(rep.Rows, e2eLatency(emb, "embedded", 100), e2eLatency(api, "redis-server", 100))
-	rep.BytesPerCompletedTask = bytesPerTask(api, rs, 200)
+	rep.Rows = append(rep.Rows, throughput(emb, "embedded, in-process workers", 200), e2eLatency(emb, "embedded", 100))
+	stopAll()
+	for _, workers := range []int{1, 2} {
+		api, rs, err := split(workers)
+		if err != nil {
+			return err
+		}
+		if workers == 1 {
+			rep.BytesPerCompletedTask = bytesPerTask(api, rs, 200)
+		}
+		rep.Rows = append(rep.Rows, throughput(api, fmt.Sprintf("redis-server, %d worker process(es)", workers), 200))
+		if workers == 1 {
+			rep.Rows = append(rep.Rows, e2eLatency(api, "redis-server", 100))
+		}
+		stopAll()
+	}
 
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
