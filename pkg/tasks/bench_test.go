@@ -158,3 +158,19 @@ func BenchmarkTasksGetHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreateHTTP measures a task-creating tools/call over loopback
+// HTTP on a real redis-server (the slowest request path).
+func BenchmarkCreateHTTP(b *testing.B) {
+	h := newHarness(b, "redis-server", tasks.Options{}, registerNoop(1))
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		c := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(h.c.URL, "http://"), "/mcp"), true)
+		for pb.Next() {
+			if r := c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}); r.Error != nil {
+				b.Error(r.Error.Message)
+				return
+			}
+		}
+	})
+}
