@@ -6,7 +6,19 @@
 // the end-to-end latency of a one-step task. It prints a Markdown table and
 // writes the same numbers as JSON.
 //
-//	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json]
+//	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] \
+//		[-peer name=URL ...] [-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
+//
+// -peer name=URL (repeatable, or comma-separated) also measures an external
+// MCP endpoint that speaks the 2026-07-28 wire with the tasks extension, in
+// the same run, with the same driver and client count: the sync tools/call
+// of greet (the peer must offer a greet tool taking {"name"}) and tasks/get
+// polling of one working task, which it creates with one tools/call of
+// -peer-task-tool with -peer-task-args (a JSON object; the tool must answer
+// with a CreateTaskResult whose task stays working while it is polled). The
+// peer's rows carry store "peer: <name>"; the driver neither starts nor stops
+// the peer, so its RSS and Redis columns stay empty. The defaults fit the
+// tasks-v2 example of panyam/mcpkit.
 //
 // scripts/bench runs it.
 package main
@@ -39,11 +51,52 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "how long each load scenario runs")
 	clients := flag.Int("clients", 32, "concurrent clients per load scenario")
 	jsonOut := flag.String("json", "bench-results/bench.json", "where to write the results as JSON")
+	var peers peerFlag
+	flag.Var(&peers, "peer", "name=URL of an external MCP endpoint to measure alongside (repeatable or comma-separated)")
+	taskTool := flag.String("peer-task-tool", "slow_compute", "tool that creates a long-running task on each peer")
+	taskArgs := flag.String("peer-task-args", `{"seconds":3600}`, "arguments of -peer-task-tool, a JSON object")
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(*duration, *clients, *jsonOut); err != nil {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(*taskArgs), &args); err != nil || args == nil {
+		log.Fatalf("-peer-task-args must be a JSON object: %q", *taskArgs)
+	}
+	for i := range peers {
+		peers[i].TaskTool, peers[i].TaskArgs = *taskTool, args
+	}
+	if err := run(*duration, *clients, *jsonOut, peers); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// Peer is an external MCP endpoint measured alongside ours.
+type Peer struct {
+	Name     string         `json:"name"`
+	URL      string         `json:"url"`
+	TaskTool string         `json:"taskTool"`
+	TaskArgs map[string]any `json:"taskArgs"`
+}
+
+// peerFlag collects -peer name=URL values.
+type peerFlag []Peer
+
+func (f *peerFlag) String() string {
+	var s []string
+	for _, p := range *f {
+		s = append(s, p.Name+"="+p.URL)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *peerFlag) Set(v string) error {
+	for item := range strings.SplitSeq(v, ",") {
+		name, url, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || name == "" || !strings.HasPrefix(url, "http") {
+			return fmt.Errorf("want name=URL, got %q", item)
+		}
+		*f = append(*f, Peer{Name: name, URL: url})
+	}
+	return nil
 }
 
 // Row is one measured scenario.
@@ -70,9 +123,10 @@ type Report struct {
 	Duration              string  `json:"duration"`
 	Rows                  []Row   `json:"rows"`
 	BytesPerCompletedTask float64 `json:"redisBytesPerCompletedTask"`
+	Peers                 []Peer  `json:"peers,omitempty"`
 }
 
-func run(duration time.Duration, clients int, jsonOut string) error {
+func run(duration time.Duration, clients int, jsonOut string, peers []Peer) error {
 	dir, err := os.MkdirTemp("", "mcptasks-bench")
 	if err != nil {
 		return err
@@ -85,7 +139,7 @@ func run(duration time.Duration, clients int, jsonOut string) error {
 		return fmt.Errorf("building cmd/mcptasks: %w", err)
 	}
 	rep := &Report{When: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
-		Clients: clients, Duration: duration.String()}
+		Clients: clients, Duration: duration.String(), Peers: peers}
 	var procs []*proc
 	defer func() {
 		for _, p := range procs {
@@ -146,6 +200,15 @@ func run(duration time.Duration, clients int, jsonOut string) error {
 	}
 	rep.Rows = append(rep.Rows, taskScenarios(api, rs, clients, duration, "redis-server")...)
 	stopAll()
+
+	// External peers, while none of our processes run.
+	for _, peer := range peers {
+		rows, err := peerScenarios(peer, clients, duration)
+		if err != nil {
+			return fmt.Errorf("peer %s: %w", peer.Name, err)
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
 
 	// Worker throughput and end-to-end latency, each on a fresh deployment.
 	if emb, err = start(nil, "serve"); err != nil {
@@ -235,6 +298,41 @@ func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store s
 		}
 	}))
 	return rows
+}
+
+// peerScenarios measures an external endpoint: the sync tools/call floor and
+// tasks/get polling of one working task, as for our stores.
+func peerScenarios(peer Peer, clients int, d time.Duration) ([]Row, error) {
+	store := "peer: " + peer.Name
+	c := &client{url: peer.URL}
+	params, name := greetCall(0)
+	if err := c.call("tools/call", params, name, nil); err != nil {
+		return nil, fmt.Errorf("tools/call greet: %w", err)
+	}
+	floor := load(peer.URL, clients, d, "tools/call", greetCall)
+	floor.Scenario, floor.Store = "sync tools/call (greet): protocol floor", store
+
+	var task struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+	}
+	if err := c.call("tools/call", map[string]any{"name": peer.TaskTool, "arguments": peer.TaskArgs}, peer.TaskTool, &task); err != nil {
+		return nil, fmt.Errorf("creating the polled task with %s: %w", peer.TaskTool, err)
+	}
+	if task.TaskID == "" {
+		return nil, fmt.Errorf("%s answered no taskId (no CreateTaskResult)", peer.TaskTool)
+	}
+	if err := c.call("tasks/get", map[string]any{"taskId": task.TaskID}, task.TaskID, &task); err != nil {
+		return nil, fmt.Errorf("tasks/get %s: %w", task.TaskID, err)
+	}
+	if task.Status != "working" {
+		return nil, fmt.Errorf("task %s is %q, not working", task.TaskID, task.Status)
+	}
+	poll := load(peer.URL, clients, d, "tasks/get", func(int64) (map[string]any, string) {
+		return map[string]any{"taskId": task.TaskID}, task.TaskID
+	})
+	poll.Scenario, poll.Store = "tasks/get polling", store
+	return []Row{floor, poll}, nil
 }
 
 // waitParked waits until every queued task has parked for input.
@@ -395,6 +493,11 @@ func bytesPerTask(p *proc, rs *redisProc, n int) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func printTable(rep *Report) {
 	fmt.Printf("\nmcptasks benchmarks: %s, %s, %d CPUs, %d clients, %s per load scenario\n\n", rep.When, rep.GoVersion, rep.CPUs, rep.Clients, rep.Duration)
 	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | Redis cmds/op ¹ | RSS MiB ² | errors |")
@@ -411,6 +514,10 @@ func printTable(rep *Report) {
 	}
 	fmt.Printf("\n¹ commands redis-server processed per request during the scenario (INFO total_commands_processed), counting the commands inside scripts and the work the request set off in the workers; round trips per operation are in the Go benchmarks above.\n")
 	fmt.Printf("² resident set of the process serving the endpoint (or running the workers), after the scenario.\n")
+	for _, p := range rep.Peers {
+		fmt.Printf("\npeer: %s is %s, measured by the same driver; it polls a working task from %s %s (ours poll an input_required task); \"vs floor\" is against our floor.\n",
+			p.Name, p.URL, p.TaskTool, mustJSON(p.TaskArgs))
+	}
 	fmt.Printf("\nRedis memory per completed 1-step task (redis-server used_memory growth): %.0f bytes\n", rep.BytesPerCompletedTask)
 }
 
