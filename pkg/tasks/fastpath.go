@@ -40,8 +40,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	checked := CheckRoutingHeaders(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := strings.TrimSpace(r.Header.Get("Mcp-Method"))
-		if r.Method != http.MethodPost || (method != MethodGet && method != MethodUpdate && method != MethodCancel) ||
-			!s.transportOK(r) {
+		if r.Method != http.MethodPost || !leanMethod(method) || !s.transportOK(r) {
 			checked.ServeHTTP(w, r)
 			return
 		}
@@ -55,6 +54,10 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 			checked.ServeHTTP(w, r)
 			return
 		}
+		if method == "tools/call" {
+			s.serveLeanCall(w, r, req, checked)
+			return
+		}
 		if text := nameMismatch(r.Header, method, req.Params.TaskID); text != "" {
 			writeRPCError(w, http.StatusBadRequest, req.ID, CodeHeaderMismatch, text)
 			return
@@ -64,7 +67,38 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	})
 }
 
-// leanRequest is a tasks/* request decoded once.
+func leanMethod(m string) bool {
+	return m == MethodGet || m == MethodUpdate || m == MethodCancel || m == "tools/call"
+}
+
+// serveLeanCall creates a task for a tools/call of a task tool from a client
+// that declares the extension, when nothing about the call needs the
+// go-sdk: the tool takes no Mcp-Param headers and gathers no input first,
+// the call carries no MRTR state and no Mcp-Param headers, and its Mcp-Name
+// is exact. Everything else goes to the go-sdk (and its middleware).
+func (s *Server) serveLeanCall(w http.ResponseWriter, r *http.Request, req *leanRequest, sdk http.Handler) {
+	p := req.Params
+	t := s.tools[p.Name]
+	if t == nil || !t.lean || !req.declaresTasks() || p.InputResponses != nil || p.RequestState != nil ||
+		r.Header.Get("Mcp-Name") != p.Name || len(r.Header.Values("Mcp-Name")) != 1 || hasParamHeaders(r.Header) {
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	owner := s.principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+	res, err := s.create(r.Context(), t, owner, p.Arguments, nil)
+	writeRPC(w, req.ID, s.withServerInfo(middlewareCallResult(res)), err)
+}
+
+func hasParamHeaders(h http.Header) bool {
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "mcp-param-") {
+			return true
+		}
+	}
+	return false
+}
+
+// leanRequest is a request decoded once.
 type leanRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -72,16 +106,31 @@ type leanRequest struct {
 	Params  *struct {
 		TaskID         string                     `json:"taskId"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		Meta           *struct {
-			ProtocolVersion    string `json:"io.modelcontextprotocol/protocolVersion"`
-			ClientCapabilities *struct {
-				Extensions map[string]json.RawMessage `json:"extensions"`
-			} `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		RequestState   json.RawMessage            `json:"requestState"`
+		Meta           map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
+	caps capabilitiesV2
 }
 
-// parseLean decodes body and reports whether the lean path may serve it.
+// capabilitiesV2 is the client capabilities of the 2026-07-28 _meta, as the
+// go-sdk decodes them (its own type is unexported).
+type capabilitiesV2 struct {
+	mcp.ClientCapabilities
+	//lint:ignore SA1019 decoded exactly as the go-sdk decodes it (roots is deprecated, still valid)
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+func (r *leanRequest) declaresTasks() bool {
+	_, ok := r.caps.Extensions[ExtensionID]
+	return ok
+}
+
+// parseLean decodes body and reports whether the lean path may serve it:
+// a call (not a notification) of method whose _meta is what the go-sdk
+// accepts for 2026-07-28 (protocolVersion exactly that, clientCapabilities
+// and, if present, clientInfo decodable as the go-sdk decodes them).
 func parseLean(body []byte, method string) (*leanRequest, bool) {
 	var req leanRequest
 	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != method || req.Params == nil {
@@ -91,13 +140,29 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 		return nil, false // a notification, or a null/odd id: the go-sdk answers it
 	}
 	m := req.Params.Meta
-	if m == nil || m.ProtocolVersion != protocolVersion || m.ClientCapabilities == nil || req.Params.TaskID == "" {
+	var version string
+	if m == nil || json.Unmarshal(m["io.modelcontextprotocol/protocolVersion"], &version) != nil || version != protocolVersion {
 		return nil, false
 	}
-	if method == MethodUpdate && req.Params.InputResponses == nil {
+	caps := m["io.modelcontextprotocol/clientCapabilities"]
+	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &req.caps) != nil {
 		return nil, false
 	}
-	return &req, true
+	if info, ok := m["io.modelcontextprotocol/clientInfo"]; ok {
+		var impl mcp.Implementation
+		if string(info) == "null" || json.Unmarshal(info, &impl) != nil {
+			return nil, false
+		}
+	}
+	switch method {
+	case "tools/call":
+		return &req, req.Params.Name != ""
+	case MethodUpdate:
+		if req.Params.InputResponses == nil {
+			return nil, false
+		}
+	}
+	return &req, req.Params.TaskID != ""
 }
 
 // transportOK reports whether the go-sdk's transport checks would pass.
@@ -145,7 +210,7 @@ func isLoopback(addr string) bool {
 }
 
 func (s *Server) serveLean(ctx context.Context, r *http.Request, method string, req *leanRequest) (mcp.Result, error) {
-	if _, ok := req.Params.Meta.ClientCapabilities.Extensions[ExtensionID]; !ok {
+	if !req.declaresTasks() {
 		return nil, missingCapability()
 	}
 	owner := s.principal(ctx, &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(ctx), Header: r.Header})

@@ -70,6 +70,18 @@ func TestLeanPathMatchesSDK(t *testing.T) {
 		{"update unknown task", same, "tasks/update", map[string]any{"taskId": "nope", "inputResponses": map[string]any{}}, nil},
 		{"update without extension", without, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{}}, nil},
 		{"cancel unknown", same, "tasks/cancel", map[string]any{"taskId": "nope"}, nil},
+		{"get malformed clientInfo", same, "tasks/get", map[string]any{"taskId": id,
+			"_meta": map[string]any{"io.modelcontextprotocol/clientInfo": "not an object"}}, nil},
+		{"get null clientInfo", same, "tasks/get", map[string]any{"taskId": id,
+			"_meta": map[string]any{"io.modelcontextprotocol/clientInfo": nil}}, nil},
+		{"get malformed capabilities", same, "tasks/get", map[string]any{"taskId": id,
+			"_meta": map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": "yes",
+				"extensions": map[string]any{tasks.ExtensionID: map[string]any{}}}}}, nil},
+		{"call with bad arguments", same, "tools/call", map[string]any{"name": "ask", "arguments": []any{1}}, nil},
+		{"call wrong Mcp-Name", same, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}, []string{"Mcp-Name", "other"}},
+		{"call unknown tool", same, "tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}}, nil},
+		{"call malformed clientInfo", same, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{},
+			"_meta": map[string]any{"io.modelcontextprotocol/clientInfo": 7}}, nil},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,6 +92,21 @@ func TestLeanPathMatchesSDK(t *testing.T) {
 			}
 		})
 	}
+	// Task creation: the same handle (up to its id and times), and the same
+	// task behind it.
+	lean := h.c.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+	sdk := h.sdk.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+	var lt, st mcptest.Task
+	lean.Decode(t, &lt)
+	sdk.Decode(t, &st)
+	ln, sn := normalizedTask(t, lean, lt.TaskID), normalizedTask(t, sdk, st.TaskID)
+	if ln != sn || lt.ResultType != "task" {
+		t.Errorf("create: lean %s\n go-sdk %s", ln, sn)
+	}
+	if a, b := h.c.Get(t, lt.TaskID), h.c.Get(t, st.TaskID); a.Status != b.Status || a.TTLMs == nil || *a.TTLMs != *b.TTLMs {
+		t.Errorf("created tasks differ: %+v vs %+v", a, b)
+	}
+
 	// State-changing calls, each on its own twin task: the outcome and the
 	// task afterwards are the same.
 	twin := func() string {
@@ -105,4 +132,15 @@ func TestLeanPathMatchesSDK(t *testing.T) {
 			t.Errorf("%s: lean %s → %s; go-sdk %s → %s", method, lean, ga.Status, sdk, gb.Status)
 		}
 	}
+}
+
+// normalizedTask is normalized with the task's id and times replaced.
+func normalizedTask(t *testing.T, r *mcptest.Response, id string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(r.Result, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(normalize(v, id))
+	return fmt.Sprintf("HTTP %d result %s", r.HTTP, b)
 }

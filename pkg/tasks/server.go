@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -214,7 +215,10 @@ type tool struct {
 	name       string
 	support    Support
 	inputFirst bool
-	resolved   *jsonschema.Resolved
+	// lean: tools/call may create this tool's tasks on the lean HTTP path
+	// (no GatherInputFirst, no x-mcp-header parameters).
+	lean     bool
+	resolved *jsonschema.Resolved
 	// bind decodes raw arguments and returns the handler closed over them.
 	bind func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error)
 }
@@ -252,6 +256,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 	for _, o := range opts {
 		o(entry)
 	}
+	entry.lean = !entry.inputFirst && !usesParamHeaders(schema)
 	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 			var in In
@@ -447,18 +452,28 @@ func toolErrorResult(err error) *mcp.CallToolResult {
 // extension: it validates the arguments, runs any GatherInputFirst rounds,
 // persists the task, enqueues it and returns the handle.
 func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *tool) (mcp.Result, error) {
-	args, bad := t.validateArgs(req.Params.Arguments)
+	owner := s.principal(ctx, req.GetExtra())
+	return s.create(ctx, t, owner, req.Params.Arguments, func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+		return s.preflight(ctx, req, t, owner, args)
+	})
+}
+
+// create validates raw arguments, gathers input first when the tool asks
+// for it (through preflight), persists the task (durably: tasks/get finds
+// it from here on), enqueues it and returns the handle.
+func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.RawMessage,
+	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (mcp.Result, error) {
+	args, bad := t.validateArgs(raw)
 	if bad != nil {
 		return bad, nil
 	}
-	owner := s.principal(ctx, req.GetExtra())
 	if owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
 	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
 		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval}
 	if t.inputFirst {
-		res, journal, responses, err := s.preflight(ctx, req, t, owner, args)
+		res, journal, responses, err := preflight(args)
 		if res != nil || err != nil {
 			return res, err
 		}
@@ -474,4 +489,11 @@ func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *to
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}
 	return NewCreateTaskResult(task), nil
+}
+
+// usesParamHeaders reports whether a tool's input schema maps a property to
+// an Mcp-Param header (x-mcp-header), which the go-sdk validates.
+func usesParamHeaders(schema *jsonschema.Schema) bool {
+	b, err := json.Marshal(schema)
+	return err != nil || strings.Contains(string(b), `"x-mcp-header"`)
 }
