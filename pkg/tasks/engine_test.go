@@ -20,6 +20,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
 )
@@ -707,4 +708,23 @@ func TestInputAnyAndDeadline(t *testing.T) {
 			t.Fatalf("hurry: %+v %s", done, done.Result)
 		}
 	})
+}
+
+// A handler's JSON-RPC error whose data is not valid JSON still ends the
+// task failed (without the data), instead of making its record unwritable.
+func TestInvalidErrorDataFailsTask(t *testing.T) {
+	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "bad", Description: "bad error data"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				return nil, &jsonrpc.Error{Code: -32000, Message: "nope", Data: json.RawMessage(`{not json`)}
+			})
+	})
+	id := h.create(t, "bad", nil)
+	res, err := h.srv.Advance(context.Background(), id)
+	if err != nil || res.Status != tasks.StatusFailed {
+		t.Fatalf("Advance: %+v, %v", res, err)
+	}
+	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), `"nope"`) {
+		t.Fatalf("error %s", got.Error)
+	}
 }

@@ -301,7 +301,11 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 func toolError(err error) *ErrorObject {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		return &ErrorObject{Code: we.Code, Message: we.Message, Data: we.Data}
+		e := &ErrorObject{Code: we.Code, Message: we.Message}
+		if json.Valid(we.Data) {
+			e.Data = we.Data // invalid data would make the task's record unwritable
+		}
+		return e
 	}
 	return &ErrorObject{Code: CodeInternalError, Message: err.Error()}
 }

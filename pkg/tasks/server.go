@@ -407,7 +407,9 @@ func (s *Server) update(ctx context.Context, owner, id string, responses map[str
 	}
 	if err != nil {
 		s.log.Error("tasks/update failed", "task", id, "err", err)
-		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+		if !resumed {
+			return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+		}
 	}
 	if resumed {
 		if err := s.enqueue(ctx, id, time.Time{}); err != nil {

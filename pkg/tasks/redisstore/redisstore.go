@@ -252,7 +252,19 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	n, err := updateScript.lua.Exec(ctx, s.c, []string{t, p, r}, args).AsInt64()
+	// The due index moves to no later than now+grace first, in the same
+	// round trip: if the update resumes the task and its enqueue is then
+	// lost, the sweeper finds it; if it does not, the sweeper merely looks
+	// at a parked task once more.
+	due := []rueidis.Completed{
+		s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(now.Add(s.grace).UnixMilli()), id).Build(),
+		s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+	}
+	res, err := s.exec(ctx, updateScript, []string{t, p, r}, args, due, nil)
+	var n int64
+	if err == nil {
+		n, err = res.AsInt64()
+	}
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
 	}
@@ -260,7 +272,7 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	case -1:
 		return false, tasks.ErrNotFound
 	case 2:
-		return true, s.Schedule(ctx, id, now.Add(s.grace))
+		return true, nil
 	}
 	return false, nil
 }

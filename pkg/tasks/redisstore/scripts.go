@@ -58,15 +58,19 @@ return 1
 `, false)
 
 // updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
-// Responses to a parked task whose input deadline passed are refused, so a
-// worker that replays after the deadline sees a frozen set.
+// Responses to a parked task whose input deadline passed (by the caller's
+// clock, or because a worker claimed it) are refused, so a worker that
+// replays after the deadline sees a frozen set.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and resumed.
 var updateScript = newScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
 if h[2] ~= 'input_required' then return 0 end
 local wake = tonumber(h[5] or '0')
 if wake > 0 and wake <= tonumber(ARGV[2]) then return 0 end
+-- A parked task holds no lease; one that does was claimed after its
+-- deadline, whatever this caller's clock says: its answers are frozen.
+if (h[6] or '0') ~= '0' then return 0 end
 local n = 0
 for i = 3, #ARGV, 2 do
   if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then

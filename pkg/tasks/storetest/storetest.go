@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"UpdateAllAtOnce", testUpdateAll},
 		{"UpdateParkAny", testUpdateAny},
 		{"UpdatePastDeadline", testUpdatePastDeadline},
+		{"UpdateResumeIsDue", testUpdateResumeIsDue},
 		{"UpdateNotParked", testUpdateNotParked},
 		{"UpdateCancelByOthers", testUpdateCancelByOthers},
 		{"CancelParked", testCancelParked},
@@ -766,6 +767,25 @@ func testUpdatePastDeadline(f *fixture) {
 	// given in time.
 	c := f.claim(id, late)
 	f.wantResponses(c, map[string]json.RawMessage{"confirm": raw(`true`)})
+	// An endpoint whose clock runs behind the worker's still cannot slip an
+	// answer in once a worker has claimed the task past its deadline: the
+	// replay would otherwise see a response its first run did not.
+	if f.update(id, map[string]json.RawMessage{"pick": raw(`"behind"`)}, f.at(10*time.Second)) {
+		f.t.Errorf("Update from a clock behind the deadline resumed a task claimed past it")
+	}
+	c2 := f.claim(id, late.Add(time.Hour))
+	f.wantResponses(c2, map[string]json.RawMessage{"confirm": raw(`true`)})
+}
+
+// A resuming update makes the task due for the sweeper at once, in the
+// same atomic step as far as recovery goes: if the caller's enqueue is then
+// lost, the sweeper still finds the task.
+func testUpdateResumeIsDue(f *fixture) {
+	id, _ := f.park(map[string]json.RawMessage{"k": raw(`{"method":"elicitation/create"}`)}, false, time.Time{})
+	if !f.update(id, map[string]json.RawMessage{"k": raw(`{"action":"accept"}`)}, f.at(time.Second)) {
+		f.t.Fatalf("Update of the only key did not resume the task")
+	}
+	f.wantDue(id, f.at(time.Second), "after a resuming update")
 }
 
 func testUpdateNotParked(f *fixture) {
