@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -100,18 +101,19 @@ func hasParamHeaders(h http.Header) bool {
 
 // leanRequest is a request decoded once.
 type leanRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  *struct {
-		TaskID         string                     `json:"taskId"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		Name           string                     `json:"name"`
-		Arguments      json.RawMessage            `json:"arguments"`
-		RequestState   json.RawMessage            `json:"requestState"`
-		Meta           map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
-	caps capabilitiesV2
+	ID     json.RawMessage
+	Params *leanParams
+	caps   capabilitiesV2
+}
+
+// leanParams are the params the lean path reads.
+type leanParams struct {
+	TaskID         string
+	InputResponses map[string]json.RawMessage
+	Name           string
+	Arguments      json.RawMessage
+	RequestState   json.RawMessage
+	Meta           map[string]json.RawMessage
 }
 
 // capabilitiesV2 is the client capabilities of the 2026-07-28 _meta, as the
@@ -127,28 +129,82 @@ func (r *leanRequest) declaresTasks() bool {
 	return ok
 }
 
-// parseLean decodes body and reports whether the lean path may serve it:
-// a call (not a notification) of method whose _meta is what the go-sdk
-// accepts for 2026-07-28 (protocolVersion exactly that, clientCapabilities
-// and, if present, clientInfo decodable as the go-sdk decodes them).
-func parseLean(body []byte, method string) (*leanRequest, bool) {
-	var req leanRequest
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != method || req.Params == nil {
+// object decodes a JSON object keeping its keys exactly as written: the
+// go-sdk matches field names case-sensitively, unlike encoding/json's
+// struct decoding, and the lean path must read what the go-sdk reads.
+func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return nil, false
 	}
-	if len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
+	return m, true
+}
+
+// str decodes an optional JSON string member; ok is false when it is present
+// but not a string.
+func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) {
+	raw, present := m[key]
+	if !present {
+		return "", false, true
+	}
+	return v, true, json.Unmarshal(raw, &v) == nil && raw[0] == '"'
+}
+
+var integerID = regexp.MustCompile(`^-?[0-9]{1,18}$`)
+
+// parseLean decodes body and reports whether the lean path may serve it:
+// a call (not a notification) of method with a string or integer id whose
+// _meta is what the go-sdk accepts for 2026-07-28 (protocolVersion exactly
+// that, clientCapabilities and, if present, clientInfo decodable as the
+// go-sdk decodes them). Anything else is left to the go-sdk.
+func parseLean(body []byte, method string) (*leanRequest, bool) {
+	top, ok := object(body)
+	if !ok {
+		return nil, false
+	}
+	if v, _, ok := str(top, "jsonrpc"); !ok || v != "2.0" {
+		return nil, false
+	}
+	if v, _, ok := str(top, "method"); !ok || v != method {
+		return nil, false
+	}
+	req := &leanRequest{ID: top["id"]}
+	if len(req.ID) == 0 || (req.ID[0] != '"' && !integerID.Match(req.ID)) {
 		return nil, false // a notification, or a null/odd id: the go-sdk answers it
 	}
-	m := req.Params.Meta
-	var version string
-	if m == nil || json.Unmarshal(m["io.modelcontextprotocol/protocolVersion"], &version) != nil || version != protocolVersion {
+	if req.ID[0] == '"' {
+		if _, _, ok := str(top, "id"); !ok {
+			return nil, false
+		}
+	}
+	params, ok := object(top["params"])
+	if !ok {
 		return nil, false
 	}
-	caps := m["io.modelcontextprotocol/clientCapabilities"]
+	p := &leanParams{Arguments: params["arguments"], RequestState: params["requestState"]}
+	req.Params = p
+	if p.TaskID, _, ok = str(params, "taskId"); !ok {
+		return nil, false
+	}
+	if p.Name, _, ok = str(params, "name"); !ok {
+		return nil, false
+	}
+	if raw, has := params["inputResponses"]; has {
+		if p.InputResponses, ok = object(raw); !ok {
+			return nil, false
+		}
+	}
+	if p.Meta, ok = object(params["_meta"]); !ok {
+		return nil, false
+	}
+	if v, _, ok := str(p.Meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != protocolVersion {
+		return nil, false
+	}
+	caps := p.Meta["io.modelcontextprotocol/clientCapabilities"]
 	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &req.caps) != nil {
 		return nil, false
 	}
-	if info, ok := m["io.modelcontextprotocol/clientInfo"]; ok {
+	if info, has := p.Meta["io.modelcontextprotocol/clientInfo"]; has {
 		var impl mcp.Implementation
 		if string(info) == "null" || json.Unmarshal(info, &impl) != nil {
 			return nil, false
@@ -156,13 +212,13 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 	}
 	switch method {
 	case "tools/call":
-		return &req, req.Params.Name != ""
+		return req, p.Name != ""
 	case MethodUpdate:
-		if req.Params.InputResponses == nil {
+		if p.InputResponses == nil {
 			return nil, false
 		}
 	}
-	return &req, req.Params.TaskID != ""
+	return req, p.TaskID != ""
 }
 
 // transportOK reports whether the go-sdk's transport checks would pass.

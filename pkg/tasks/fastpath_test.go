@@ -80,6 +80,9 @@ func TestLeanPathMatchesSDK(t *testing.T) {
 		{"call with bad arguments", same, "tools/call", map[string]any{"name": "ask", "arguments": []any{1}}, nil},
 		{"call wrong Mcp-Name", same, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}, []string{"Mcp-Name", "other"}},
 		{"call unknown tool", same, "tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}}, nil},
+		{"get case-variant taskId", same, "tasks/get", map[string]any{"TaskId": id}, []string{"Mcp-Name", id}},
+		{"get taskId and TASKID", same, "tasks/get", map[string]any{"taskId": id, "TASKID": "other"}, []string{"Mcp-Name", "other"}},
+		{"call case-variant name", same, "tools/call", map[string]any{"Name": "ask", "arguments": map[string]any{}}, []string{"Mcp-Name", "ask"}},
 		{"call malformed clientInfo", same, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{},
 			"_meta": map[string]any{"io.modelcontextprotocol/clientInfo": 7}}, nil},
 	}

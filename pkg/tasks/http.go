@@ -38,19 +38,22 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				TaskID *string `json:"taskId"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &msg) != nil || msg.Params.TaskID == nil {
+		// Read the members the go-sdk reads, by their exact names.
+		top, ok := object(body)
+		if !ok {
 			next.ServeHTTP(w, r) // malformed: the transport answers it
 			return
 		}
-		if text := nameMismatch(r.Header, msg.Method, *msg.Params.TaskID); text != "" {
-			writeRPCError(w, http.StatusBadRequest, msg.ID, CodeHeaderMismatch, text)
+		params, ok := object(top["params"])
+		method, _, mok := str(top, "method")
+		taskID, hasID, tok := str(params, "taskId")
+		if !ok || !mok || !tok || !hasID {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msgID := top["id"]
+		if text := nameMismatch(r.Header, method, taskID); text != "" {
+			writeRPCError(w, http.StatusBadRequest, msgID, CodeHeaderMismatch, text)
 			return
 		}
 		next.ServeHTTP(w, r)
