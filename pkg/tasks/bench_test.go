@@ -85,6 +85,7 @@ func BenchmarkOps(b *testing.B) {
 			h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &created)
 			tripsCreate := h.rc.Trips()
 
+			h.c.Get(b, created.TaskID) // loads the script
 			h.rc.Reset()
 			h.c.Get(b, created.TaskID)
 			tripsGet := h.rc.Trips()

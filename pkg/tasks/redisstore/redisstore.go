@@ -17,7 +17,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,38 +162,37 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	}, nil
 }
 
-// Get implements tasks.Store.
+// Get implements tasks.Store. The owner is compared inside Redis, so a
+// foreign task and an unknown one cost the same (one round trip and a nil
+// reply: nothing of the foreign task crosses the wire) and answer the same.
 func (s *Store) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
-	t, err := s.Peek(ctx, id)
-	// Compare owners in constant time, and only after the read, so that a
-	// foreign task and an unknown one cost the same and answer the same.
-	if err != nil && !errors.Is(err, tasks.ErrNotFound) {
-		return nil, err
-	}
-	var have string
-	if t != nil {
-		have = t.Owner
-	}
-	if owner == "" || subtle.ConstantTimeCompare([]byte(have), []byte(owner)) != 1 {
+	if owner == "" {
 		return nil, tasks.ErrNotFound
 	}
-	return t, nil
+	return s.read(ctx, id, owner)
 }
 
 // Peek implements tasks.Store.
 func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
+	return s.read(ctx, id, "")
+}
+
+// read returns the task (record and outstanding input, read atomically),
+// if owner is empty or owns it.
+func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error) {
 	t, p, _, _ := s.keys(id)
-	res := s.c.DoMulti(ctx,
-		s.c.B().Hgetall().Key(t).Build(),
-		s.c.B().Hgetall().Key(p).Build())
-	h, err := res[0].AsStrMap()
+	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner}).ToArray()
+	if rueidis.IsRedisNil(err) {
+		return nil, tasks.ErrNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
-	if len(h) == 0 {
-		return nil, tasks.ErrNotFound
+	h, err := arr[0].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
-	pending, err := res[1].AsStrMap()
+	pending, err := arr[1].AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
 	}

@@ -57,6 +57,15 @@ if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 return 1
 `, false)
 
+// getScript: KEYS t p; ARGV owner (empty: no check). Returns {task hash,
+// outstanding input hash}, or false when the task is missing or owned by
+// someone else. Read-only, so retryable.
+var getScript = newScript(`
+local o = redis.call('HGET', KEYS[1], 'owner')
+if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
+return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+`, true)
+
 // updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
 // Responses to a parked task whose input deadline passed (by the caller's
 // clock, or because a worker claimed it) are refused, so a worker that
