@@ -659,8 +659,8 @@ func TestSweeper(t *testing.T) {
 		if err != nil || res.Enqueued != 0 {
 			t.Fatalf("sweep after all ended: %+v, %v", res, err)
 		}
-		if ids, _ := h.store.Due(ctx, h.clock.Now().Add(24*time.Hour), 10); len(ids) != 0 {
-			t.Errorf("due index still holds %v after every task ended", ids)
+		if due, _ := h.store.Due(ctx, h.clock.Now().Add(24*time.Hour), 10); len(due) != 0 {
+			t.Errorf("due index still holds %v after every task ended", due)
 		}
 	})
 }

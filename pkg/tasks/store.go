@@ -217,12 +217,23 @@ type Store interface {
 	// Peek returns a task without an owner check, for the worker and the
 	// sweeper only. It never goes to clients.
 	Peek(ctx context.Context, id string) (*Task, error)
-	// Due returns up to limit ids of tasks whose next attention time is at
-	// or before now (lease expiry, wake time, lost enqueue), for the sweeper.
-	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Due returns up to limit tasks whose next attention time is at or
+	// before now (lease expiry, wake time, lost enqueue), for the sweeper.
+	Due(ctx context.Context, now time.Time, limit int) ([]DueTask, error)
 	// Schedule sets the next attention time of a task for the sweeper; a
 	// zero time removes the task from the due index.
 	Schedule(ctx context.Context, id string, at time.Time) error
+	// Reschedule moves a task's attention time from `from` (as Due reported
+	// it) to `to` (zero: remove it), only if it is still at `from`: a
+	// sweeper never overwrites a time a concurrent transition just set.
+	Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error)
+}
+
+// DueTask is a task the sweeper must look at, and the attention time it
+// was due at.
+type DueTask struct {
+	ID string
+	At time.Time
 }
 
 // ErrorObject is a JSON-RPC error object, as stored for a failed task.

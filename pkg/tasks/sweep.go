@@ -28,12 +28,13 @@ func (s *Server) Sweep(ctx context.Context, limit int) (SweepResult, error) {
 		limit = 1000
 	}
 	now := s.now()
-	ids, err := s.store.Due(ctx, now, limit)
+	due, err := s.store.Due(ctx, now, limit)
 	if err != nil {
 		return res, err
 	}
 	grace := s.opts.MaxDuration
-	for _, id := range ids {
+	for _, d := range due {
+		id := d.ID
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
@@ -41,7 +42,7 @@ func (s *Server) Sweep(ctx context.Context, limit int) (SweepResult, error) {
 		t, err := s.store.Peek(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			res.Forgotten++
-			if err := s.store.Schedule(ctx, id, time.Time{}); err != nil {
+			if _, err := s.store.Reschedule(ctx, id, d.At, time.Time{}); err != nil {
 				return res, err
 			}
 			continue
@@ -77,7 +78,8 @@ func (s *Server) Sweep(ctx context.Context, limit int) (SweepResult, error) {
 		if next.After(t.ExpiresAt()) {
 			next = t.ExpiresAt()
 		}
-		if err := s.store.Schedule(ctx, id, next); err != nil {
+		// Only if no transition moved the task's time meanwhile.
+		if _, err := s.store.Reschedule(ctx, id, d.At, next); err != nil {
 			return res, err
 		}
 	}

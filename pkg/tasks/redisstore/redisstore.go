@@ -489,13 +489,31 @@ func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, erro
 }
 
 // Due implements tasks.Store.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	ids, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.dueKey()).Min("-inf").Max(ms(now)).
-		Byscore().Limit(0, int64(limit)).Build()).AsStrSlice()
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueTask, error) {
+	res, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.dueKey()).Min("-inf").Max(ms(now)).
+		Byscore().Limit(0, int64(limit)).Withscores().Build()).AsZScores()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: due: %w", err)
 	}
-	return ids, nil
+	due := make([]tasks.DueTask, len(res))
+	for i, z := range res {
+		due[i] = tasks.DueTask{ID: z.Member, At: time.UnixMilli(int64(z.Score)).UTC()}
+	}
+	return due, nil
+}
+
+// Reschedule implements tasks.Store.
+func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error) {
+	target := ""
+	if !to.IsZero() {
+		target = ms(to)
+	}
+	n, err := rescheduleScript.lua.Exec(ctx, s.c, []string{s.dueKey()},
+		[]string{id, ms(from), target, strconv.FormatInt(s.indexTTL.Milliseconds(), 10)}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: reschedule %s: %w", id, err)
+	}
+	return n == 1, nil
 }
 
 // Schedule implements tasks.Store.

@@ -66,6 +66,16 @@ if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
 return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
 `, true)
 
+// rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
+// compare-and-set on one task's due time (one key: Cluster-safe).
+var rescheduleScript = newScript(`
+local sc = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not sc or tonumber(sc) ~= tonumber(ARGV[2]) then return 0 end
+if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`, false)
+
 // updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
 // Responses to a parked task whose input deadline passed (by the caller's
 // clock, or because a worker claimed it) are refused, so a worker that

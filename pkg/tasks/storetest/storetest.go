@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"UpdateParkAny", testUpdateAny},
 		{"UpdatePastDeadline", testUpdatePastDeadline},
 		{"UpdateResumeIsDue", testUpdateResumeIsDue},
+		{"Reschedule", testReschedule},
 		{"UpdateNotParked", testUpdateNotParked},
 		{"UpdateCancelByOthers", testUpdateCancelByOthers},
 		{"CancelParked", testCancelParked},
@@ -227,7 +228,7 @@ const dueSlack = 10 * time.Minute
 // its worker or its queue message dies.
 func (f *fixture) wantDue(id string, at time.Time, why string) {
 	f.t.Helper()
-	ids, err := f.s.Due(f.ctx, at.Add(dueSlack), 10000)
+	ids, err := dueIDs(f, at.Add(dueSlack), 10000)
 	if err != nil {
 		f.t.Fatalf("Due: %v", err)
 	}
@@ -1069,11 +1070,58 @@ func testCommitWithoutLease(f *fixture) {
 	}
 }
 
+// dueIDs lists the ids Due reports.
+func dueIDs(f *fixture, at time.Time, limit int) ([]string, error) {
+	due, err := f.s.Due(f.ctx, at, limit)
+	ids := make([]string, len(due))
+	for i, d := range due {
+		ids[i] = d.ID
+	}
+	return ids, err
+}
+
+// Reschedule is a compare-and-set: it moves a due time only from the one
+// Due reported, so a sweeper never overwrites a newer time.
+func testReschedule(f *fixture) {
+	id := f.create()
+	due, err := f.s.Due(f.ctx, f.at(time.Hour), 1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var seen time.Time
+	for _, d := range due {
+		if d.ID == id {
+			seen = d.At
+		}
+	}
+	if seen.IsZero() {
+		f.t.Fatalf("created task not in Due")
+	}
+	// A transition sets a new time; the sweeper's stale reschedule loses.
+	if err := f.s.Schedule(f.ctx, id, f.at(time.Minute)); err != nil {
+		f.t.Fatal(err)
+	}
+	if ok, err := f.s.Reschedule(f.ctx, id, seen, f.at(24*time.Hour)); err != nil || ok {
+		f.t.Errorf("stale Reschedule = %v, %v; want refused", ok, err)
+	}
+	f.wantDue(id, f.at(time.Minute), "after a refused stale reschedule")
+	// From the current time it applies, and a zero target removes it.
+	if ok, err := f.s.Reschedule(f.ctx, id, f.at(time.Minute).Truncate(time.Millisecond), f.at(2*time.Minute)); err != nil || !ok {
+		f.t.Errorf("Reschedule from the current time = %v, %v; want applied", ok, err)
+	}
+	if ok, err := f.s.Reschedule(f.ctx, id, f.at(2*time.Minute).Truncate(time.Millisecond), time.Time{}); err != nil || !ok {
+		f.t.Errorf("Reschedule to zero = %v, %v; want applied", ok, err)
+	}
+	if ids, _ := dueIDs(f, f.at(time.Hour), 1000); slices.Contains(ids, id) {
+		f.t.Errorf("task still due after Reschedule to zero")
+	}
+}
+
 func testDueSchedule(f *fixture) {
 	id := f.create()
 	contains := func(at time.Time) bool {
 		f.t.Helper()
-		ids, err := f.s.Due(f.ctx, at, 1000)
+		ids, err := dueIDs(f, at, 1000)
 		if err != nil {
 			f.t.Fatalf("Due: %v", err)
 		}
@@ -1101,7 +1149,7 @@ func testDueSchedule(f *fixture) {
 	// The limit holds.
 	f.create()
 	f.create()
-	ids, err := f.s.Due(f.ctx, f.at(3*time.Hour), 2)
+	ids, err := dueIDs(f, f.at(3*time.Hour), 2)
 	if err != nil {
 		f.t.Fatalf("Due: %v", err)
 	}
