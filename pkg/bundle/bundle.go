@@ -374,6 +374,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 	} else {
 		log.Warn("authentication is off (no MCPTASKS_AUTH_* set): every caller shares one principal and task ids are the only capability; do not expose this server")
 	}
+	if cfg.StateSecret == "" && cfg.Queue != QueueRedis {
+		log.Warn("MCPTASKS_STATE_SECRET is not set: each instance seals inline input rounds with its own random key, so a round answered on another instance fails; set the same secret on every instance")
+	}
 	b.Tasks = tasks.New(&mcp.Implementation{Name: name, Version: Version}, &so,
 		store, b.Queue, &tasks.Options{
 			Logger:             log,

@@ -728,3 +728,60 @@ func TestInvalidErrorDataFailsTask(t *testing.T) {
 		t.Fatalf("error %s", got.Error)
 	}
 }
+
+// Answers sent with the first call to keys nobody asked for are not kept:
+// they cannot pre-answer an input step the task reaches later.
+func TestUnsolicitedAnswersIgnored(t *testing.T) {
+	type who struct {
+		Name string `json:"name"`
+	}
+	h := newHarness(t, "embedded", tasks.Options{}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "approve_later", Description: "asks twice"}, tasks.Required,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				if _, err := tasks.Elicit[who](st, "user_name", "Name?"); err != nil {
+					return nil, err
+				}
+				if _, err := tasks.Do(st, "work", func(context.Context) (int, error) { return 1, nil }); err != nil {
+					return nil, err
+				}
+				ok, err := tasks.Elicit[struct {
+					OK bool `json:"ok"`
+				}](st, "approve", "Approve?")
+				return text(fmt.Sprint(ok.Content.OK)), err
+			}, tasks.GatherInputFirst())
+	})
+	var r1 map[string]json.RawMessage
+	h.c.Call(t, "tools/call", map[string]any{"name": "approve_later", "arguments": map[string]any{},
+		"inputResponses": map[string]any{
+			"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "A"}},
+			"approve":   map[string]any{"action": "accept", "content": map[string]any{"ok": true}},
+		}}).Decode(t, &r1)
+	var id string
+	if err := json.Unmarshal(r1["taskId"], &id); err != nil || id == "" {
+		t.Fatalf("no task: %v", r1)
+	}
+	for range 5 {
+		if res, err := h.srv.Advance(context.Background(), id); err != nil || res.Skipped {
+			break
+		}
+	}
+	if got := h.c.Get(t, id); got.Status != "input_required" || got.InputRequests["approve"] == nil {
+		t.Fatalf("task %+v: the unsolicited answer to %q was used", got, "approve")
+	}
+}
+
+// An inline run is bounded by the invocation's budget: a sleep past it ends
+// the call with a JSON-RPC error instead of holding the request.
+func TestInlineRunIsBounded(t *testing.T) {
+	h := newHarness(t, "embedded", tasks.Options{MaxDuration: 2 * time.Second}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "long_nap", Description: "naps an hour"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				return text("woke"), st.Sleep("nap", time.Hour)
+			})
+	})
+	in := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(h.c.URL, "http://"), "/mcp"), false)
+	r := in.Call(t, "tools/call", map[string]any{"name": "long_nap", "arguments": map[string]any{}})
+	if r.Error == nil || r.Error.Code != -32603 {
+		t.Fatalf("inline hour-long sleep: %+v, want a -32603 error", r)
+	}
+}

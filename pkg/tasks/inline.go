@@ -2,23 +2,26 @@ package tasks
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // requestState is what an inline run carries between MRTR rounds. It is
-// signed (HMAC-SHA256 with Options.StateSecret), expires, and is bound to
-// the tool, the principal and the arguments, so a client can neither forge
-// step outcomes nor replay it elsewhere.
+// sealed with AES-256-GCM under a key derived from Options.StateSecret
+// (authenticated and encrypted: step outcomes may hold data the client
+// must not read), expires, and is bound to the tool, the principal and the
+// arguments, so a client can neither read nor forge step outcomes nor
+// replay the state elsewhere.
 type requestState struct {
 	Tool      string                     `json:"t"`
 	Owner     string                     `json:"o"`
@@ -33,31 +36,43 @@ func argsHash(args json.RawMessage) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// stateCipher returns the AEAD sealing requestState.
+func (s *Server) stateCipher() (cipher.AEAD, error) {
+	key := sha256.Sum256(append([]byte("mcptasks requestState v1\x00"), s.opts.StateSecret...))
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
 func (s *Server) signState(st *requestState) (string, error) {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encoding requestState: %w", err)
 	}
-	m := hmac.New(sha256.New, s.opts.StateSecret)
-	m.Write(b)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+	aead, err := s.stateCipher()
+	if err != nil {
+		return "", fmt.Errorf("sealing requestState: %w", err)
+	}
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, b, nil)), nil
 }
 
 var errBadState = &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid requestState"}
 
 func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requestState, error) {
-	body, sig, ok := strings.Cut(raw, ".")
-	if !ok {
+	sealed, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil {
 		return nil, errBadState
 	}
-	b, err1 := base64.RawURLEncoding.DecodeString(body)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil {
+	aead, err := s.stateCipher()
+	if err != nil || len(sealed) < aead.NonceSize() {
 		return nil, errBadState
 	}
-	m := hmac.New(sha256.New, s.opts.StateSecret)
-	m.Write(b)
-	if !hmac.Equal(mac, m.Sum(nil)) {
+	b, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
+	if err != nil {
 		return nil, errBadState
 	}
 	var st requestState
@@ -107,16 +122,8 @@ func (s *Server) inputRequired(r *run, t *tool, owner string, args json.RawMessa
 	if err := json.Unmarshal(b, &reqs); err != nil {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf("input request not expressible over MRTR: %v", err)}
 	}
-	used := make(map[string]json.RawMessage)
-	for _, e := range r.journal {
-		for _, k := range e.Keys {
-			if v, ok := r.responses[k]; ok {
-				used[k] = v
-			}
-		}
-	}
 	state, err := s.signState(&requestState{Tool: t.name, Owner: owner, ArgsHash: argsHash(args),
-		Expires: s.now().Add(s.opts.StateTTL).UnixMilli(), Journal: r.journal, Responses: used})
+		Expires: s.now().Add(s.opts.StateTTL).UnixMilli(), Journal: r.journal, Responses: r.answered()})
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +139,10 @@ func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *to
 		return bad, nil
 	}
 	owner := s.principal(ctx, req.GetExtra())
+	// An inline run answers within the invocation's budget, like a worker
+	// step: a sleep past it ends the call with an error, not a hang.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
+	defer cancel()
 	r, err := s.startSync(ctx, req, t, modeInline, owner, args)
 	if err != nil {
 		return nil, err
@@ -166,6 +177,8 @@ func asWireError(err error) error {
 // InputRequiredResult, or the final result if the handler finished), or
 // the journal and responses to create the task with.
 func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *tool, owner string, args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
+	defer cancel()
 	r, err := s.startSync(ctx, req, t, modePreflight, owner, args)
 	if err != nil {
 		return nil, nil, nil, err
@@ -176,7 +189,9 @@ func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *too
 		res, err := s.inputRequired(r, t, owner, args, out.susp.park)
 		return res, nil, nil, err
 	case out.susp != nil && out.susp.kind == suspendNeedTask:
-		return nil, r.journal, r.responses, nil
+		// Only answers to what was asked: an unsolicited key must not
+		// pre-answer an input step the task reaches later.
+		return nil, r.journal, r.answered(), nil
 	case out.susp != nil:
 		return nil, nil, nil, &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of a preflight run"}
 	case out.failure != nil:
@@ -188,4 +203,18 @@ func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *too
 		out.result = &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
 	return out.result, nil, nil, nil
+}
+
+// answered returns the responses to the keys the journal's input steps
+// asked for.
+func (r *run) answered() map[string]json.RawMessage {
+	used := make(map[string]json.RawMessage)
+	for _, e := range r.journal {
+		for _, k := range e.Keys {
+			if v, ok := r.responses[k]; ok {
+				used[k] = v
+			}
+		}
+	}
+	return used
 }

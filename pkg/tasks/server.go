@@ -65,8 +65,9 @@ type Options struct {
 	// shared principal: task ids are then the only capability. For local
 	// development only.
 	Anonymous bool
-	// StateSecret signs the requestState of inline input rounds; it must be
-	// the same on every instance. Empty means a random per-process key.
+	// StateSecret keys the sealing (AES-256-GCM) of the requestState of
+	// inline input rounds; it must be the same on every instance. Empty
+	// means a random per-process key (one-instance deployments only).
 	StateSecret []byte
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
