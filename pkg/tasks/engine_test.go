@@ -785,3 +785,27 @@ func TestInlineRunIsBounded(t *testing.T) {
 		t.Fatalf("inline hour-long sleep: %+v, want a -32603 error", r)
 	}
 }
+
+// A step result over the size limit fails the step (without retries) and
+// is never journaled.
+func TestOversizedStepResult(t *testing.T) {
+	var runs atomic.Int32
+	h := newHarness(t, "embedded", tasks.Options{MaxResultBytes: 1024}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "returns too much"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				_, err := tasks.Do(st, "blob", func(context.Context) (string, error) {
+					runs.Add(1)
+					return strings.Repeat("x", 4096), nil
+				})
+				return text("ok"), err
+			})
+	})
+	id := h.create(t, "big", nil)
+	res, err := h.srv.Advance(context.Background(), id)
+	if err != nil || res.Status != tasks.StatusFailed || runs.Load() != 1 {
+		t.Fatalf("Advance: %+v, %v after %d runs", res, err, runs.Load())
+	}
+	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), "over the 1024 byte limit") {
+		t.Fatalf("error %s", got.Error)
+	}
+}

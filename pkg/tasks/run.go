@@ -66,6 +66,8 @@ type run struct {
 
 	statusMsg   string
 	statusDirty bool
+	// maxValue bounds a journaled step result (Options.MaxResultBytes).
+	maxValue int
 
 	// durable only
 	w        *worker

@@ -56,7 +56,8 @@ type Options struct {
 	// is waited for before it is abandoned (default 1s).
 	CancelPoll   time.Duration
 	AbandonGrace time.Duration
-	// MaxResultBytes bounds a stored result (default 1 MiB).
+	// MaxResultBytes bounds a stored result and each journaled step result
+	// (default 1 MiB); a step whose result is larger fails without retries.
 	MaxResultBytes int
 	// Principal returns the verified identity behind a request ("" if
 	// none). The default takes the go-sdk TokenInfo's UserID.

@@ -109,6 +109,9 @@ func Do[T any](s *Step, name string, fn func(ctx context.Context) (T, error), op
 		if err != nil {
 			return nil, Permanent(fmt.Errorf("encoding the result of step %q: %w", name, err))
 		}
+		if limit := s.r.maxValue; limit > 0 && len(b) > limit {
+			return nil, Permanent(fmt.Errorf("the result of step %q is %d bytes, over the %d byte limit (Options.MaxResultBytes)", name, len(b), limit))
+		}
 		return b, nil
 	})
 	if err != nil {

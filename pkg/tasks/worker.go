@@ -72,7 +72,7 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 	defer cancel()
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
-		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage,
+		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
 	}
 	var out outcome
 	if t == nil {
