@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/mcptasks/mcptasks/internal/recorder"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,11 +43,10 @@ type Server struct {
 	// CurrentKey and NextKey are the signing keys.
 	CurrentKey, NextKey string
 
-	mu     sync.Mutex
-	pubs   []Publish
-	dedup  map[string]bool
-	fail   []int
-	notify chan struct{}
+	pubs  recorder.Log[Publish]
+	mu    sync.Mutex
+	dedup map[string]bool
+	fail  []int
 }
 
 // Start runs a fake QStash for the life of tb.
@@ -57,7 +57,6 @@ func Start(tb testing.TB) *Server {
 		CurrentKey: "sig_current_" + rand.Text(),
 		NextKey:    "sig_next_" + rand.Text(),
 		dedup:      map[string]bool{},
-		notify:     make(chan struct{}),
 	}
 	// A bare handler, not a ServeMux: the destination URL in the path has
 	// "//", which a mux would "clean" with a redirect.
@@ -75,32 +74,11 @@ func (s *Server) FailNext(statuses ...int) {
 }
 
 // Published returns the accepted publishes so far, oldest first.
-func (s *Server) Published() []Publish {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Publish(nil), s.pubs...)
-}
+func (s *Server) Published() []Publish { return s.pubs.All() }
 
 // WaitFor waits up to within for a publish that satisfies match.
 func (s *Server) WaitFor(within time.Duration, match func(Publish) bool) (Publish, bool) {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		for _, p := range s.pubs {
-			if match(p) {
-				s.mu.Unlock()
-				return p, true
-			}
-		}
-		ch := s.notify
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return Publish{}, false
-		}
-	}
+	return s.pubs.WaitFor(within, match)
 }
 
 func jsonError(w http.ResponseWriter, status int, msg string) {
@@ -147,10 +125,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		p.Duplicate = s.dedup[d]
 		s.dedup[d] = true
 	}
-	s.pubs = append(s.pubs, p)
-	close(s.notify)
-	s.notify = make(chan struct{})
 	s.mu.Unlock()
+	s.pubs.Add(p)
 	w.Header().Set("Content-Type", "application/json")
 	if p.Duplicate {
 		w.WriteHeader(http.StatusAccepted)

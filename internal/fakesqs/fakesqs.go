@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/mcptasks/mcptasks/internal/recorder"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,17 +57,16 @@ type Server struct {
 	// URL is the endpoint (BaseEndpoint / AWS_ENDPOINT_URL_SQS).
 	URL string
 
+	msgs   recorder.Log[Message]
 	mu     sync.Mutex
 	queues map[string]bool
-	msgs   []Message
 	fail   []int // HTTP statuses to answer the next requests with
-	notify chan struct{}
 }
 
 // Start runs a fake SQS endpoint for the life of tb.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{queues: map[string]bool{}, notify: make(chan struct{})}
+	s := &Server{queues: map[string]bool{}}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(hs.Close)
 	s.URL = hs.URL
@@ -119,33 +119,12 @@ func (s *Server) FailNext(statuses ...int) {
 }
 
 // Messages returns the accepted messages so far, oldest first.
-func (s *Server) Messages() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Message(nil), s.msgs...)
-}
+func (s *Server) Messages() []Message { return s.msgs.All() }
 
 // WaitFor waits up to within until some accepted message satisfies match,
 // and returns it; ok is false on timeout.
-func (s *Server) WaitFor(within time.Duration, match func(Message) bool) (m Message, ok bool) {
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		for _, m := range s.msgs {
-			if match(m) {
-				s.mu.Unlock()
-				return m, true
-			}
-		}
-		ch := s.notify
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return Message{}, false
-		}
-	}
+func (s *Server) WaitFor(within time.Duration, match func(Message) bool) (Message, bool) {
+	return s.msgs.WaitFor(within, match)
 }
 
 // sqsError writes an error the way SQS's JSON protocol does.
@@ -232,14 +211,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	id := rand.Text()
 	sum := md5.Sum([]byte(in.MessageBody))
-	s.mu.Lock()
-	s.msgs = append(s.msgs, Message{
+	s.msgs.Add(Message{
 		ID: id, QueueURL: in.QueueURL, Body: in.MessageBody, DelaySeconds: delay,
 		GroupID: in.MessageGroupID, DedupID: in.MessageDeduplicationID, Received: time.Now(),
 	})
-	close(s.notify)
-	s.notify = make(chan struct{})
-	s.mu.Unlock()
 	out := map[string]string{"MD5OfMessageBody": hex.EncodeToString(sum[:]), "MessageId": id}
 	if fifo {
 		out["SequenceNumber"] = fmt.Sprintf("%020d", time.Now().UnixNano())
