@@ -53,7 +53,10 @@ type Options struct {
 	MinStepTime time.Duration
 	// CancelPoll is how often a running step checks for tasks/cancel
 	// (default 250ms). AbandonGrace is how long a step whose context ended
-	// is waited for before it is abandoned (default 1s).
+	// is waited for before it is abandoned (default 1s). An abandoned step's
+	// goroutine runs on until its closure returns (Go cannot stop it), and
+	// its result is never journaled; a step that ignores its context may
+	// therefore overlap its own retry.
 	CancelPoll   time.Duration
 	AbandonGrace time.Duration
 	// MaxResultBytes bounds a stored result and each journaled step result
