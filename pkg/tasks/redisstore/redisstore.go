@@ -77,27 +77,30 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 func (s *Store) dueKey() string { return s.prefix + "due" }
 
 // exec runs sc in one round trip together with the commands in before and
-// after (pipelined in that order), and returns the script's result. The
-// script is sent as EVALSHA; on a server that has not seen it yet (NOSCRIPT)
-// it is run again through rueidis, which loads it.
+// after (pipelined in that order), and returns the script's result and the
+// first error of the commands before it (which the caller weighs: they ran,
+// or failed, independently of the script). Errors of the commands after
+// the script are dropped: they only maintain the due index, a hint the
+// sweeper re-derives. The script is sent as EVALSHA; on a server that has
+// not seen it yet (NOSCRIPT) it is run again through rueidis, which loads
+// it.
 func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed) (rueidis.RedisResult, error) {
 	cmds := make([]rueidis.Completed, 0, len(before)+1+len(after))
 	cmds = append(cmds, before...)
 	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	cmds = append(cmds, after...)
 	res := s.c.DoMulti(ctx, cmds...)
+	var beforeErr error
 	for _, r := range res[:len(before)] {
-		if err := r.Error(); err != nil {
-			return r, err
+		if err := r.Error(); err != nil && beforeErr == nil {
+			beforeErr = err
 		}
 	}
-	// Errors of the commands after the script are not the caller's: they
-	// only maintain the due index, a hint the sweeper re-derives.
 	out := res[len(before)]
 	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		out = sc.lua.Exec(ctx, s.c, keys, args)
 	}
-	return out, out.Error()
+	return out, beforeErr
 }
 
 // schedule returns the commands that set a task's next attention time in
@@ -144,10 +147,12 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, err := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
-	var n int64
-	if err == nil {
-		n, err = res.AsInt64()
+	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	n, err := res.AsInt64()
+	if err == nil && indexErr != nil {
+		// Created but not indexed: the handle must not go out, since a lost
+		// enqueue could then never be recovered. The task expires unused.
+		err = indexErr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
@@ -250,19 +255,15 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	// The due index moves to no later than now+grace first, in the same
-	// round trip: if the update resumes the task and its enqueue is then
-	// lost, the sweeper finds it; if it does not, the sweeper merely looks
-	// at a parked task once more.
+	// The due index of a live task moves to no later than now+grace first,
+	// in the same round trip (XX: never an entry for an id that is not
+	// indexed): if the update resumes the task and the process dies before
+	// the enqueue, the sweeper finds it soon.
 	due := []rueidis.Completed{
-		s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(now.Add(s.grace).UnixMilli()), id).Build(),
-		s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+		s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(s.grace).UnixMilli()), id).Build(),
 	}
-	res, err := s.exec(ctx, updateScript, []string{t, p, r}, args, due, nil)
-	var n int64
-	if err == nil {
-		n, err = res.AsInt64()
-	}
+	res, _ := s.exec(ctx, updateScript, []string{t, p, r}, args, due, nil)
+	n, err := res.AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
 	}
@@ -270,7 +271,10 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	case -1:
 		return false, tasks.ErrNotFound
 	case 2:
-		return true, nil
+		// Set the due time outright, after the resume: a sweeper that read
+		// the entry before it then fails its compare-and-set instead of
+		// pushing a resumed task's time back to its expiry.
+		return true, s.Schedule(ctx, id, now.Add(s.grace))
 	}
 	return false, nil
 }
@@ -302,7 +306,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// at worst the sweeper looks early and re-derives the time).
 	res, err := s.exec(ctx, claimScript, []string{t, p, j, r},
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
+			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"UpdatePastDeadline", testUpdatePastDeadline},
 		{"UpdateResumeIsDue", testUpdateResumeIsDue},
 		{"Reschedule", testReschedule},
+		{"RescheduleVsResume", testRescheduleVsResume},
 		{"UpdateNotParked", testUpdateNotParked},
 		{"UpdateCancelByOthers", testUpdateCancelByOthers},
 		{"CancelParked", testCancelParked},
@@ -1114,6 +1115,42 @@ func testReschedule(f *fixture) {
 	}
 	if ids, _ := dueIDs(f, f.at(time.Hour), 1000); slices.Contains(ids, id) {
 		f.t.Errorf("task still due after Reschedule to zero")
+	}
+}
+
+// A sweeper that read a parked task's due time before an update resumed it
+// must not push the resumed task's time back (its compare-and-set fails),
+// and updates of unknown tasks leave no trace in the due index.
+func testRescheduleVsResume(f *fixture) {
+	id, _ := f.park(map[string]json.RawMessage{"a": raw(`{}`), "b": raw(`{}`)}, false, time.Time{})
+	f.update(id, map[string]json.RawMessage{"a": raw(`{"action":"accept"}`)}, f.at(time.Second))
+	due, err := f.s.Due(f.ctx, f.at(time.Hour), 10000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var read time.Time
+	for _, d := range due {
+		if d.ID == id {
+			read = d.At
+		}
+	}
+	if read.IsZero() {
+		f.t.Fatalf("parked task not in Due")
+	}
+	if !f.update(id, map[string]json.RawMessage{"b": raw(`{"action":"accept"}`)}, f.at(2*time.Second)) {
+		f.t.Fatalf("the second answer did not resume the task")
+	}
+	if ok, err := f.s.Reschedule(f.ctx, id, read, f.get(id).ExpiresAt()); err != nil || ok {
+		f.t.Errorf("a sweeper's stale Reschedule after a resume = %v, %v; want refused", ok, err)
+	}
+	f.wantDue(id, f.at(2*time.Second), "after a resume raced by a sweeper")
+
+	ghost := tasks.NewID()
+	if _, err := f.s.Update(f.ctx, owner, ghost, map[string]json.RawMessage{"k": raw(`{}`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		f.t.Errorf("Update of an unknown task: %v", err)
+	}
+	if ids, _ := dueIDs(f, f.at(24*time.Hour), 10000); slices.Contains(ids, ghost) {
+		f.t.Errorf("an update of an unknown task left an entry in the due index")
 	}
 }
 
