@@ -125,8 +125,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		p.Duplicate = s.dedup[d]
 		s.dedup[d] = true
 	}
+	s.pubs.Add(p) // under s.mu: publishes are recorded in dedup order
 	s.mu.Unlock()
-	s.pubs.Add(p)
 	w.Header().Set("Content-Type", "application/json")
 	if p.Duplicate {
 		w.WriteHeader(http.StatusAccepted)

@@ -73,6 +73,9 @@ func New(srv *mcp.Server, opts *Options) http.Handler {
 	if o.Wrap != nil {
 		h = o.Wrap(h)
 	}
+	// The body limit holds for the wrapping layers too (the tasks layer
+	// reads tasks/* bodies itself), not only for the go-sdk handler.
+	h = limitBody(h, o.MaxBodyBytes)
 	h = checkOrigin(h, o.AllowedOrigins, o.Logger)
 
 	mux := http.NewServeMux()
@@ -85,6 +88,18 @@ func New(srv *mcp.Server, opts *Options) http.Handler {
 		mux.Handle(p, eh)
 	}
 	return mux
+}
+
+func limitBody(next http.Handler, limit int64) http.Handler {
+	if limit <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // checkOrigin rejects, with 403, requests whose Origin header names a site

@@ -36,9 +36,14 @@ const protocolVersion = "2026-07-28"
 // to the go-sdk, which produces its canonical error. Past those checks the
 // lean path and the go-sdk path run the same code (capability gate, then
 // principal and lookup) and answer the same JSON-RPC result or error, as
-// JSON. go-sdk receiving middleware does not see requests answered here.
+// JSON. go-sdk receiving middleware does not see requests answered here:
+// set Options.DisableLeanPath when you add receiving middleware that must
+// see tasks/* and task-creating tools/call requests.
 func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	checked := CheckRoutingHeaders(next)
+	if s.opts.DisableLeanPath {
+		return checked
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := strings.TrimSpace(r.Header.Get("Mcp-Method"))
 		if r.Method != http.MethodPost || !leanMethod(method) || !s.transportOK(r) {
@@ -47,7 +52,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 		}
 		body, err := peekBody(r)
 		if err != nil {
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			bodyError(w, err)
 			return
 		}
 		req, ok := parseLean(body, method)
@@ -103,7 +108,9 @@ func hasParamHeaders(h http.Header) bool {
 type leanRequest struct {
 	ID     json.RawMessage
 	Params *leanParams
-	caps   capabilitiesV2
+	// tasks reports whether clientCapabilities.extensions names the tasks
+	// extension (read by exact member names, as the go-sdk reads them).
+	tasks bool
 }
 
 // leanParams are the params the lean path reads.
@@ -124,10 +131,7 @@ type capabilitiesV2 struct {
 	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 }
 
-func (r *leanRequest) declaresTasks() bool {
-	_, ok := r.caps.Extensions[ExtensionID]
-	return ok
-}
+func (r *leanRequest) declaresTasks() bool { return r.tasks }
 
 // object decodes a JSON object keeping its keys exactly as written: the
 // go-sdk matches field names case-sensitively, unlike encoding/json's
@@ -150,7 +154,9 @@ func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) 
 	return v, true, json.Unmarshal(raw, &v) == nil && raw[0] == '"'
 }
 
-var integerID = regexp.MustCompile(`^-?[0-9]{1,18}$`)
+// integerID matches the integer ids the go-sdk echoes unchanged (it reads
+// numbers as float64: larger ones, or -0, it would rewrite).
+var integerID = regexp.MustCompile(`^(0|-?[1-9][0-9]{0,14})$`)
 
 // parseLean decodes body and reports whether the lean path may serve it:
 // a call (not a notification) of method with a string or integer id whose
@@ -158,6 +164,9 @@ var integerID = regexp.MustCompile(`^-?[0-9]{1,18}$`)
 // that, clientCapabilities and, if present, clientInfo decodable as the
 // go-sdk decodes them). Anything else is left to the go-sdk.
 func parseLean(body []byte, method string) (*leanRequest, bool) {
+	if tooDeep(body, maxDepth) {
+		return nil, false // the go-sdk refuses it as malformed
+	}
 	top, ok := object(body)
 	if !ok {
 		return nil, false
@@ -200,9 +209,24 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 	if v, _, ok := str(p.Meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != protocolVersion {
 		return nil, false
 	}
+	// clientCapabilities must decode as the go-sdk decodes it (else the
+	// go-sdk answers -32602); the extension is then looked up by exact
+	// member names, as the go-sdk's decoder matches them.
 	caps := p.Meta["io.modelcontextprotocol/clientCapabilities"]
-	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &req.caps) != nil {
+	var typed capabilitiesV2
+	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &typed) != nil {
 		return nil, false
+	}
+	capsObj, ok := object(caps)
+	if !ok {
+		return nil, false
+	}
+	if ext, has := capsObj["extensions"]; has && string(ext) != "null" {
+		extObj, ok := object(ext)
+		if !ok {
+			return nil, false
+		}
+		_, req.tasks = extObj[ExtensionID]
 	}
 	if info, has := p.Meta["io.modelcontextprotocol/clientInfo"]; has {
 		var impl mcp.Implementation
@@ -221,8 +245,45 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 	return req, p.TaskID != ""
 }
 
+// maxDepth is the nesting the go-sdk's JSON decoder accepts.
+const maxDepth = 1000
+
+// tooDeep reports whether objects and arrays in b nest deeper than max.
+func tooDeep(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > max {
+				return true
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
 // transportOK reports whether the go-sdk's transport checks would pass.
 func (s *Server) transportOK(r *http.Request) bool {
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		return false // the go-sdk refuses it on a POST
+	}
 	if r.Header.Get("MCP-Protocol-Version") != protocolVersion {
 		return false
 	}

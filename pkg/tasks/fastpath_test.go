@@ -1,9 +1,12 @@
 package tasks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -146,4 +149,76 @@ func normalizedTask(t *testing.T, r *mcptest.Response, id string) string {
 	}
 	b, _ := json.Marshal(normalize(v, id))
 	return fmt.Sprintf("HTTP %d result %s", r.HTTP, b)
+}
+
+// rawExchange posts body with headers to url and returns the status and a
+// comparable form of the answer.
+func rawExchange(t *testing.T, url string, body []byte, hdr http.Header) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header = hdr.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r, err := mcptest.Parse(resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	if err != nil { // not JSON-RPC: a transport error
+		return fmt.Sprintf("HTTP %d %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	var v any
+	if r.Error != nil {
+		return fmt.Sprintf("HTTP %d id %s error %d %s", r.HTTP, r.ID, r.Error.Code, r.Error.Message)
+	}
+	_ = json.Unmarshal(r.Result, &v)
+	b, _ := json.Marshal(normalize(v, ""))
+	return fmt.Sprintf("HTTP %d id %s result %s", r.HTTP, r.ID, b)
+}
+
+// Requests a map cannot express (duplicate or case-variant members, deep
+// nesting, odd ids, transport headers) get the same answer on both paths.
+func TestLeanPathMatchesSDKRaw(t *testing.T) {
+	h := newHarness(t, "embedded", tasks.Options{}, registerJob)
+	var tk mcptest.Task
+	h.c.Call(t, "tools/call", map[string]any{"name": "job", "arguments": map[string]any{"end": "sleep"}}).Decode(t, &tk)
+	id := tk.TaskID
+	meta := func(caps string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	ext := `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
+	cases := []struct {
+		name, method, mcpName, body string
+		extra                       []string
+	}{
+		{"get", "tasks/get", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(ext) + `}}`, nil},
+		{"case-variant Extensions", "tasks/get", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(`{"Extensions":{"io.modelcontextprotocol/tasks":{}}}`) + `}}`, nil},
+		{"duplicate extensions", "tasks/get", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(`{"extensions":{"io.modelcontextprotocol/tasks":{}},"extensions":{}}`) + `}}`, nil},
+		{"duplicate taskId", "tasks/get", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"other","taskId":"` + id + `",` + meta(ext) + `}}`, nil},
+		{"large id", "tasks/get", id, `{"jsonrpc":"2.0","id":123456789012345678,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(ext) + `}}`, nil},
+		{"negative zero id", "tasks/get", id, `{"jsonrpc":"2.0","id":-0,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(ext) + `}}`, nil},
+		{"Last-Event-ID", "tasks/get", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta(ext) + `}}`, []string{"Last-Event-ID", "7"}},
+		{"deep inputResponses", "tasks/update", id, `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"` + id + `","inputResponses":{"k":` + deep + `},` + meta(ext) + `}}`, nil},
+		{"deep arguments", "tools/call", "job", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"job","arguments":{"x":` + deep + `},` + meta(ext) + `}}`, nil},
+		{"case-variant Extensions on create", "tools/call", "must_be_task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"must_be_task","arguments":{},` + meta(`{"Extensions":{"io.modelcontextprotocol/tasks":{}}}`) + `}}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hdr := http.Header{}
+			hdr.Set("Content-Type", "application/json")
+			hdr.Set("Accept", "application/json, text/event-stream")
+			hdr.Set("MCP-Protocol-Version", "2026-07-28")
+			hdr.Set("Mcp-Method", c.method)
+			hdr.Set("Mcp-Name", c.mcpName)
+			for i := 0; i+1 < len(c.extra); i += 2 {
+				hdr.Set(c.extra[i], c.extra[i+1])
+			}
+			lean := rawExchange(t, h.c.URL, []byte(c.body), hdr)
+			sdk := rawExchange(t, h.sdk.URL, []byte(c.body), hdr)
+			if lean != sdk {
+				t.Errorf("lean path: %s\n go-sdk path: %s", lean, sdk)
+			}
+		})
+	}
 }

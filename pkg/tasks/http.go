@@ -3,6 +3,8 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -31,7 +33,7 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 		}
 		body, err := peekBody(r)
 		if err != nil {
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			bodyError(w, err)
 			return
 		}
 		if len(body) > maxHeaderCheckBody {
@@ -58,6 +60,17 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyError answers a failed body read as the go-sdk does: 413 past the
+// body limit (an http.MaxBytesReader set by the endpoint), else 400.
+func bodyError(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 }
 
 // peekBody reads the start of r's body (up to maxHeaderCheckBody+1 bytes)

@@ -73,6 +73,11 @@ type Options struct {
 	// inline input rounds; it must be the same on every instance. Empty
 	// means a random per-process key (one-instance deployments only).
 	StateSecret []byte
+	// DisableLeanPath sends every request through the go-sdk, so that
+	// receiving middleware added on MCP() sees tasks/* and task-creating
+	// tools/call requests too (see Server.HTTPHandler); it costs their
+	// throughput.
+	DisableLeanPath bool
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
 	// Now is the clock (default time.Now).
