@@ -1,0 +1,52 @@
+// Package tasks implements the MCP Tasks extension (io.modelcontextprotocol/tasks,
+// SEP-2663) on protocol revision 2026-07-28, for servers that run on
+// serverless platforms: durable tasks whose state lives in a [Store] and
+// whose work is advanced by queue-triggered workers, one step per
+// invocation.
+//
+// # The model
+//
+// A task tool is a durable workflow written as straight-line Go. Its
+// handler receives a [*Step] and takes steps through it:
+//
+//   - [Do] runs a closure and journals its JSON result under a step name;
+//   - [Step.Sleep] and [Step.SleepUntil] park the task and wake it through
+//     the queue;
+//   - [Elicit] and [Step.Input] park the task in input_required with
+//     inputRequests, until tasks/update answers them;
+//   - [Step.Status] sets the statusMessage clients see on tasks/get.
+//
+// Every invocation reruns the handler from the top. A step whose outcome is
+// in the journal returns that outcome without running; the first step that
+// has none runs, is journaled with a fenced write, and the invocation ends
+// (or goes on, within [Options.StepsPerInvocation] and the time budget).
+// Steps are identified by name and order, which must stay the same for a
+// task's life: a handler that no longer matches its journal (its code
+// changed mid-task) fails the task with a message saying so.
+//
+// # The flow
+//
+// A tools/call of a task tool from a client that declares the extension on
+// the request gets a [CreateTaskResult] only after the task is durably
+// created in the Store (tasks/get finds it at once); the task id is then
+// enqueued. A worker calls [Server.Advance] for each queue message: it
+// claims a lease with a fencing generation, replays, runs the next step,
+// journals it and re-enqueues, parks or finishes the task. tasks/get
+// returns a [DetailedTask]; tasks/update delivers input and resumes the
+// task; tasks/cancel cancels a parked task at once and signals a running
+// step through its context. [Server.Sweep] re-enqueues tasks whose worker
+// died or whose message was lost, and wakes due timers.
+//
+// A client that does not declare the extension gets an [Optional] tool run
+// inline, within the request (input over MRTR rounds with a sealed
+// requestState), and a -32021 error for a [Required] one.
+//
+// # What this package guarantees
+//
+// A handle is returned only once the task is durable; terminal states
+// never change; a journaled step is never recomputed and two workers never
+// advance one task at once; every task is bound to the principal that
+// created it, and a task owned by someone else answers exactly like an
+// unknown one; any process may die at any instant and every task still
+// progresses once processes are back.
+package tasks
