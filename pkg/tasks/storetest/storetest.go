@@ -1081,23 +1081,28 @@ func dueIDs(f *fixture, at time.Time, limit int) ([]string, error) {
 	return ids, err
 }
 
+// dueAt returns the due time Due reports for id by at, as a sweeper reads
+// it; the task must be there.
+func dueAt(f *fixture, id string, at time.Time) time.Time {
+	f.t.Helper()
+	due, err := f.s.Due(f.ctx, at, 10000)
+	if err != nil {
+		f.t.Fatalf("Due: %v", err)
+	}
+	for _, d := range due {
+		if d.ID == id {
+			return d.At
+		}
+	}
+	f.t.Fatalf("task %s not in Due(%v)", id, at)
+	return time.Time{}
+}
+
 // Reschedule is a compare-and-set: it moves a due time only from the one
 // Due reported, so a sweeper never overwrites a newer time.
 func testReschedule(f *fixture) {
 	id := f.create()
-	due, err := f.s.Due(f.ctx, f.at(time.Hour), 1000)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var seen time.Time
-	for _, d := range due {
-		if d.ID == id {
-			seen = d.At
-		}
-	}
-	if seen.IsZero() {
-		f.t.Fatalf("created task not in Due")
-	}
+	seen := dueAt(f, id, f.at(time.Hour))
 	// A transition sets a new time; the sweeper's stale reschedule loses.
 	if err := f.s.Schedule(f.ctx, id, f.at(time.Minute)); err != nil {
 		f.t.Fatal(err)
@@ -1124,19 +1129,7 @@ func testReschedule(f *fixture) {
 func testRescheduleVsResume(f *fixture) {
 	id, _ := f.park(map[string]json.RawMessage{"a": raw(`{}`), "b": raw(`{}`)}, false, time.Time{})
 	f.update(id, map[string]json.RawMessage{"a": raw(`{"action":"accept"}`)}, f.at(time.Second))
-	due, err := f.s.Due(f.ctx, f.at(time.Hour), 10000)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var read time.Time
-	for _, d := range due {
-		if d.ID == id {
-			read = d.At
-		}
-	}
-	if read.IsZero() {
-		f.t.Fatalf("parked task not in Due")
-	}
+	read := dueAt(f, id, f.at(time.Hour))
 	if !f.update(id, map[string]json.RawMessage{"b": raw(`{"action":"accept"}`)}, f.at(2*time.Second)) {
 		f.t.Fatalf("the second answer did not resume the task")
 	}
