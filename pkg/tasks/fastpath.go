@@ -73,6 +73,13 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	})
 }
 
+// httpPrincipal is the principal of a request answered on the lean path,
+// taken as the go-sdk path takes it (from the token the auth middleware put
+// in the context).
+func (s *Server) httpPrincipal(r *http.Request) string {
+	return s.principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+}
+
 func leanMethod(m string) bool {
 	return m == MethodGet || m == MethodUpdate || m == MethodCancel || m == "tools/call"
 }
@@ -90,7 +97,7 @@ func (s *Server) serveLeanCall(w http.ResponseWriter, r *http.Request, req *lean
 		sdk.ServeHTTP(w, r)
 		return
 	}
-	owner := s.principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+	owner := s.httpPrincipal(r)
 	res, err := s.create(r.Context(), t, owner, p.Arguments, nil)
 	writeRPC(w, req.ID, s.withServerInfo(middlewareCallResult(res)), err)
 }
@@ -330,7 +337,7 @@ func (s *Server) serveLean(ctx context.Context, r *http.Request, method string, 
 	if !req.declaresTasks() {
 		return nil, missingCapability()
 	}
-	owner := s.principal(ctx, &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(ctx), Header: r.Header})
+	owner := s.httpPrincipal(r)
 	id := req.Params.TaskID
 	switch method {
 	case MethodGet:

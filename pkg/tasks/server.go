@@ -319,6 +319,9 @@ func (s *Server) principal(ctx context.Context, extra *mcp.RequestExtra) string 
 	return p
 }
 
+// enqueue hands the task to the queue for at, capped at the queue's delay
+// limit: an early wake-up finds the task still sleeping and re-enqueues it,
+// which chains long sleeps.
 func (s *Server) enqueue(ctx context.Context, id string, at time.Time) error {
 	if md := s.queue.MaxDelay(); md > 0 {
 		if limit := s.now().Add(md); at.After(limit) {

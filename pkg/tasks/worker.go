@@ -61,7 +61,7 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 			res.Reason = "waiting for input"
 		default:
 			res.Reason = "sleeping"
-			if err := w.enqueue(ctx, id, c.Task.WakeAt); err != nil {
+			if err := w.s.enqueue(ctx, id, c.Task.WakeAt); err != nil {
 				return res, err
 			}
 		}
@@ -152,19 +152,12 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 	}
 	res.Status = c.Task.Status
 	if enqueue && !res.Status.Terminal() {
-		if err := w.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
+		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
 			// The sweeper re-enqueues it: the write above is what counts.
 			w.log.Warn("enqueue failed; the sweeper will recover the task", "task", c.Task.ID, "err", err)
 		}
 	}
 	return res, nil
-}
-
-// enqueue hands the task to the queue for at, capped at the queue's delay
-// limit: an early wake-up finds the task still sleeping and re-enqueues it,
-// which chains long sleeps.
-func (w *worker) enqueue(ctx context.Context, id string, at time.Time) error {
-	return w.s.enqueue(ctx, id, at)
 }
 
 // commitKeep writes the run's pending journal and status under the claim,
