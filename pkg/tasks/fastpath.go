@@ -65,7 +65,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 			return
 		}
 		if text := nameMismatch(r.Header, method, req.Params.TaskID); text != "" {
-			writeRPCError(w, http.StatusBadRequest, req.ID, CodeHeaderMismatch, text)
+			writeRPC(w, req.ID, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
 			return
 		}
 		res, err := s.serveLean(r.Context(), r, method, req)
@@ -376,7 +376,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 		switch we.Code {
 		case jsonrpc.CodeMethodNotFound:
 			status = http.StatusNotFound
-		case CodeInvalidParams, CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		case CodeInvalidParams, CodeHeaderMismatch, CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
 			status = http.StatusBadRequest
 		}
 		b, _ := json.Marshal(struct {

@@ -2,12 +2,13 @@ package tasks
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // maxHeaderCheckBody bounds how much of a tasks/* body is read to check
@@ -55,7 +56,7 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 		}
 		msgID := top["id"]
 		if text := nameMismatch(r.Header, method, taskID); text != "" {
-			writeRPCError(w, http.StatusBadRequest, msgID, CodeHeaderMismatch, text)
+			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -95,18 +96,4 @@ func nameMismatch(h http.Header, method, taskID string) string {
 		return "Mcp-Name header does not match params.taskId"
 	}
 	return ""
-}
-
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   ErrorObject     `json:"error"`
-	}{"2.0", id, ErrorObject{Code: code, Message: message}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
