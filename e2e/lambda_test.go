@@ -22,6 +22,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/examples"
+	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 
@@ -127,7 +128,7 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), examples.App(), bundle.WithSQSClient(sqsSrv.Client()))
+	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), examples.App, awslambda.WithSQS(sqsSrv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}

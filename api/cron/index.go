@@ -5,8 +5,9 @@ package handler
 import (
 	"net/http"
 
+	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/vercel"
 )
 
 // Handler runs one sweep.
-func Handler(w http.ResponseWriter, r *http.Request) { vercel.Cron(w, r) }
+func Handler(w http.ResponseWriter, r *http.Request) { vercel.For(apps.All()...).Cron(w, r) }

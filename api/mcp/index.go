@@ -6,8 +6,9 @@ package handler
 import (
 	"net/http"
 
+	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/vercel"
 )
 
 // Handler serves the request with the process's mcptasks bundle.
-func Handler(w http.ResponseWriter, r *http.Request) { vercel.MCP(w, r) }
+func Handler(w http.ResponseWriter, r *http.Request) { vercel.For(apps.All()...).MCP(w, r) }

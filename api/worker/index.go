@@ -6,8 +6,9 @@ package handler
 import (
 	"net/http"
 
+	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/vercel"
 )
 
 // Handler handles one QStash delivery.
-func Handler(w http.ResponseWriter, r *http.Request) { vercel.Worker(w, r) }
+func Handler(w http.ResponseWriter, r *http.Request) { vercel.For(apps.All()...).Worker(w, r) }

@@ -1,14 +1,16 @@
 // Package bundle is the one place that turns configuration (environment
-// variables) into a running mcptasks deployment: the task store, the queue,
-// the tasks server with its tools, the HTTP handler, and the worker and
-// sweeper loops. cmd/mcptasks, the Vercel functions under api/ and the
-// Lambda entry points under cmd/lambda all build on it (the serverless ones
-// through package platform, which keeps one bundle per process).
+// variables) and an app ([tasks.App]) into a running mcptasks deployment:
+// the task store, the queue, the tasks server with the app's tools, the
+// HTTP handler, and the worker and sweeper loops. Every platform adapter
+// (pkg/platform/local, vercel, awslambda) builds on it alike.
 //
 // MCPTASKS_QUEUE selects the queue: "redis" (the default; local and
 // self-hosted workers consume it), "sqs" (Amazon SQS, the Lambda worker's
 // event source) or "qstash" (Upstash QStash, which pushes to the Vercel
-// worker function). The store is Redis in every case.
+// worker function). The store is Redis in every case. The bundle links
+// only the Redis queue; a platform adapter adds the adapter it serves with
+// [WithQueue], and the local one the embedded Redis with
+// [WithEmbeddedRedis], so each binary links only what it uses.
 package bundle
 
 import (
@@ -23,24 +25,20 @@ import (
 	"strings"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/mcptasks/mcptasks/pkg/auth"
-	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/endpoint"
-	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
 )
 
-// Version is reported as the server version.
-const Version = "0.1.0"
-
 // Config is the deployment's configuration. [FromEnv] documents the
 // variable behind each field.
 type Config struct {
+	App            string        // MCPTASKS_APP: which of the binary's apps to serve (default: its first)
+	LogLevel       slog.Level    // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
 	RedisURL       string        // REDIS_URL; empty: embedded in-process Redis
 	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
 	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
@@ -81,7 +79,7 @@ type SQSConfig struct {
 	// QueueURL is the queue (MCPTASKS_SQS_QUEUE_URL). Required for "sqs".
 	QueueURL string
 	// FIFO sends MessageGroupId and MessageDeduplicationId (see
-	// queue.SQSOptions.FIFO); it is set when QueueURL ends in ".fifo".
+	// sqsqueue.Options.FIFO); it is set when QueueURL ends in ".fifo".
 	FIFO bool
 }
 
@@ -90,7 +88,7 @@ type SQSConfig struct {
 type QStashConfig struct {
 	// Token publishes messages (QSTASH_TOKEN). Required for "qstash".
 	Token string
-	// URL is the QStash API (QSTASH_URL, default queue.QStashDefaultURL).
+	// URL is the QStash API (QSTASH_URL, default qstash.DefaultURL).
 	URL string
 	// WorkerURL is the public URL of the worker endpoint that QStash
 	// calls, e.g. https://app.vercel.app/api/worker
@@ -118,6 +116,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		getenv = os.Getenv
 	}
 	c := Config{
+		App:         strings.TrimSpace(getenv("MCPTASKS_APP")),
 		RedisURL:    getenv("REDIS_URL"),
 		KeyPrefix:   getenv("MCPTASKS_KEY_PREFIX"),
 		StateSecret: getenv("MCPTASKS_STATE_SECRET"),
@@ -154,6 +153,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 				return
 			}
 			*dst = n
+		}
+	}
+	if v := getenv("MCPTASKS_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(strings.TrimSpace(v))); err != nil {
+			errs = append(errs, fmt.Errorf("MCPTASKS_LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v))
 		}
 	}
 	dur("MCPTASKS_TASK_TTL", &c.TaskTTL, time.Hour)
@@ -195,7 +199,7 @@ func (c *Config) checkQueue() error {
 		if c.SQS.QueueURL == "" {
 			errs = append(errs, errors.New("MCPTASKS_QUEUE=sqs needs MCPTASKS_SQS_QUEUE_URL"))
 		}
-		c.SQS.FIFO = queue.IsFIFOQueueURL(c.SQS.QueueURL)
+		c.SQS.FIFO = strings.HasSuffix(c.SQS.QueueURL, ".fifo")
 	case QueueQStash:
 		if c.QStash.Token == "" {
 			errs = append(errs, errors.New("MCPTASKS_QUEUE=qstash needs QSTASH_TOKEN"))
@@ -218,47 +222,66 @@ func (c *Config) checkQueue() error {
 // Bundle is a wired deployment.
 type Bundle struct {
 	Config Config
-	Tasks  *tasks.Server
+	// App is the app the bundle serves.
+	App   *tasks.App
+	Tasks *tasks.Server
 	// Queue is the queue the tasks server enqueues to (see Config.Queue).
-	Queue   queue.Queue
+	Queue   tasks.Queue
 	Handler http.Handler
-	// Embedded is the in-process Redis when no REDIS_URL was given.
-	Embedded *embedredis.Server
+	// embedded is the in-process Redis when no REDIS_URL was given.
+	embedded EmbeddedRedis
 	// consumer is the Redis queue that local workers consume; nil with a
 	// push queue (SQS, QStash), whose platform invokes the worker.
-	consumer *queue.Redis
+	consumer *redisqueue.Queue
 	client   rueidis.Client
 	log      *slog.Logger
+	// stop ends what the bundle started in the background (the JWKS
+	// refresh); Close calls it.
+	stop context.CancelFunc
 }
 
-// App is what a deployment serves: its identity, go-sdk server options
-// (capabilities, completion handler, ...) and the tools, prompts and
-// resources it registers. The same App must be given to every process of a
-// deployment (endpoint and workers), since workers run its task handlers.
-type App struct {
-	// Name is the server name reported in serverInfo (default "mcptasks").
-	Name string
-	// ServerOptions customizes the go-sdk server; nil for defaults.
-	ServerOptions *mcp.ServerOptions
-	// Register adds tools (tasks.AddTool, or s.MCP().AddTool), prompts and
-	// resources.
-	Register func(s *tasks.Server)
+// EmbeddedRedis is an in-process Redis server (pkg/embedredis), the local
+// default when no REDIS_URL is set.
+type EmbeddedRedis interface {
+	// Addr is the address clients dial.
+	Addr() string
+	// Close stops the server.
+	Close()
 }
 
-// Option adjusts how [New] builds a bundle beyond what Config says.
+// QueueFactory builds a push queue adapter (Amazon SQS, Upstash QStash)
+// from the deployment's configuration. The platform adapter that can serve
+// that queue passes it with [WithQueue], so that only its binaries link
+// the adapter's SDK.
+type QueueFactory func(ctx context.Context, cfg Config) (tasks.Queue, error)
+
+// Option adjusts how [New] builds a bundle beyond what Config says: which
+// adapters the binary links.
 type Option func(*options)
 
 type options struct {
-	sqs  queue.SQSSender
-	http *http.Client
+	queues   map[string]QueueFactory
+	embedded func() (EmbeddedRedis, error)
 }
 
-// WithSQSClient makes an "sqs" bundle send through c instead of a client
-// built from the AWS environment (custom endpoints, credentials, tests).
-func WithSQSClient(c queue.SQSSender) Option { return func(o *options) { o.sqs = c } }
+// WithQueue makes the queue called name (Config.Queue, MCPTASKS_QUEUE)
+// available, built by f. The Redis queue is always available.
+func WithQueue(name string, f QueueFactory) Option {
+	return func(o *options) {
+		if o.queues == nil {
+			o.queues = map[string]QueueFactory{}
+		}
+		o.queues[name] = f
+	}
+}
 
-// WithHTTPClient makes a "qstash" bundle publish through c.
-func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.http = c } }
+// WithEmbeddedRedis lets a bundle without REDIS_URL start an in-process
+// Redis with start (embedredis.Start). Only the local platform passes it:
+// serverless functions are many processes, which one embedded Redis
+// cannot serve.
+func WithEmbeddedRedis(start func() (EmbeddedRedis, error)) Option {
+	return func(o *options) { o.embedded = start }
+}
 
 // Redis client settings. The client is made once per process and reused
 // by every request, invocation and worker of it (warm serverless
@@ -292,12 +315,57 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 	return opt, nil
 }
 
+// Select returns the app called name among apps: the only one, or the
+// first when name is empty. The names are the Apps' Name fields.
+func Select(apps []*tasks.App, name string) (*tasks.App, error) {
+	if len(apps) == 0 {
+		return nil, errors.New("no app to serve")
+	}
+	if name == "" {
+		return apps[0], nil
+	}
+	for _, a := range apps {
+		if a.Implementation().Name == name {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown app %q (want %s)", name, AppNames(apps))
+}
+
+// AppNames lists the names of apps, comma-separated, in order.
+func AppNames(apps []*tasks.App) string {
+	names := make([]string, len(apps))
+	for i, a := range apps {
+		names[i] = a.Implementation().Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Open builds a bundle from the environment read through getenv
+// (os.Getenv when nil): the configuration of [FromEnv], and the app among
+// apps that MCPTASKS_APP names (the first when unset).
+func Open(ctx context.Context, getenv func(string) string, log *slog.Logger, apps []*tasks.App, opts ...Option) (*Bundle, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	app, err := Select(apps, cfg.App)
+	if err != nil {
+		return nil, fmt.Errorf("MCPTASKS_APP: %w", err)
+	}
+	return New(ctx, cfg, log, app, opts...)
+}
+
 // New connects to Redis (or starts the embedded one), builds the queue
-// Config selects, and the tasks server with app's tools, and the HTTP
-// handler.
-func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Option) (*Bundle, error) {
+// Config selects, the tasks server with app's tools, and the HTTP handler.
+// ctx bounds the building only; what the bundle runs in the background
+// lives until [Bundle.Close].
+func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts ...Option) (*Bundle, error) {
 	if log == nil {
 		log = slog.Default()
+	}
+	if app == nil {
+		return nil, errors.New("no app to serve")
 	}
 	var o options
 	for _, f := range opts {
@@ -306,17 +374,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 	if cfg.Queue == "" {
 		cfg.Queue = QueueRedis
 	}
-	b := &Bundle{Config: cfg, log: log}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b := &Bundle{Config: cfg, App: app, log: log, stop: stop}
 	var opt rueidis.ClientOption
 	if cfg.RedisURL == "" {
 		if cfg.Queue != QueueRedis {
+			b.Close()
 			return nil, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL", cfg.Queue)
 		}
-		m, err := embedredis.Start() // keys expire on the wall clock, like a real server
-		if err != nil {
-			return nil, err
+		if o.embedded == nil {
+			b.Close()
+			return nil, errors.New("REDIS_URL is not set: serverless functions need a shared Redis (the embedded one is for the local server only)")
 		}
-		b.Embedded = m
+		m, err := o.embedded() // keys expire on the wall clock, like a real server
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
+		}
+		b.embedded = m
 		opt = rueidis.ClientOption{
 			InitAddress:       []string{m.Addr()},
 			ForceSingleClient: true,
@@ -327,6 +402,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 	} else {
 		var err error
 		if opt, err = redisOptions(cfg.RedisURL); err != nil {
+			b.Close()
 			return nil, err
 		}
 	}
@@ -345,10 +421,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 		b.Close()
 		return nil, err
 	}
-	name := app.Name
-	if name == "" {
-		name = "mcptasks"
-	}
 	var so mcp.ServerOptions
 	if app.ServerOptions != nil {
 		so = *app.ServerOptions
@@ -362,7 +434,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 	authenticate := func(h http.Handler) http.Handler { return h }
 	extra := map[string]http.Handler{}
 	if cfg.AuthEnabled {
-		v, err := auth.New(ctx, cfg.Auth, log)
+		v, err := auth.New(bg, cfg.Auth, log)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("auth: %w", err)
@@ -377,16 +449,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 	if cfg.StateSecret == "" && cfg.Queue != QueueRedis {
 		log.Warn("MCPTASKS_STATE_SECRET is not set: each instance seals inline input rounds with its own random key, so a round answered on another instance fails; set the same secret on every instance")
 	}
-	b.Tasks = tasks.New(&mcp.Implementation{Name: name, Version: Version}, &so,
-		store, b.Queue, &tasks.Options{
-			Logger:             log,
-			TTL:                cfg.TaskTTL,
-			PollInterval:       cfg.PollInterval,
-			MaxDuration:        cfg.MaxDuration,
-			StepsPerInvocation: cfg.Steps,
-			StateSecret:        []byte(cfg.StateSecret),
-			Anonymous:          !cfg.AuthEnabled,
-		})
+	topts := tasks.Options{
+		Logger:             log,
+		TTL:                cfg.TaskTTL,
+		PollInterval:       cfg.PollInterval,
+		MaxDuration:        cfg.MaxDuration,
+		StepsPerInvocation: cfg.Steps,
+		StateSecret:        []byte(cfg.StateSecret),
+		Anonymous:          !cfg.AuthEnabled,
+	}
+	if app.Options != nil {
+		app.Options(&topts)
+	}
+	b.Tasks = tasks.New(app.Implementation(), &so, store, b.Queue, &topts)
 	if app.Register != nil {
 		app.Register(b.Tasks)
 	}
@@ -400,57 +475,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app App, opts ...Opt
 }
 
 // newQueue builds the queue adapter Config.Queue selects.
-func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (queue.Queue, error) {
+func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.Queue, error) {
 	cfg := b.Config
-	switch cfg.Queue {
-	case QueueRedis:
-		b.consumer = queue.NewRedis(b.client, &queue.RedisOptions{Key: prefix + "{queue}", Visibility: cfg.Visibility, Logger: b.log})
+	if cfg.Queue == QueueRedis {
+		b.consumer = redisqueue.New(b.client, &redisqueue.Options{Key: prefix + "{queue}", Visibility: cfg.Visibility, Logger: b.log})
 		return b.consumer, nil
-	case QueueSQS:
-		c := o.sqs
-		if c == nil {
-			// Region and credentials from the environment (on Lambda, the
-			// function's role); AWS_ENDPOINT_URL_SQS overrides the endpoint.
-			ac, err := awsconfig.LoadDefaultConfig(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("sqs: loading the AWS configuration: %w", err)
-			}
-			c = sqs.NewFromConfig(ac)
-		}
-		return queue.NewSQS(c, cfg.SQS.QueueURL, &queue.SQSOptions{FIFO: cfg.SQS.FIFO}), nil
-	case QueueQStash:
-		qo := queue.QStashOptions{
-			Token:       cfg.QStash.Token,
-			Destination: cfg.QStash.WorkerURL,
-			BaseURL:     cfg.QStash.URL,
-			Retries:     cfg.QStash.Retries,
-			HTTPClient:  o.http,
-		}
-		if cfg.QStash.BypassSecret != "" {
-			qo.Forward = map[string]string{"x-vercel-protection-bypass": cfg.QStash.BypassSecret}
-		}
-		q, err := queue.NewQStash(qo)
-		if err != nil {
-			return nil, err
-		}
-		return q, nil
-	default:
-		return nil, fmt.Errorf("unknown queue %q (want redis, sqs or qstash)", cfg.Queue)
 	}
+	f := o.queues[cfg.Queue]
+	if f == nil {
+		return nil, fmt.Errorf("MCPTASKS_QUEUE=%s: this binary does not include that queue adapter (sqs is served by pkg/platform/awslambda, qstash by pkg/platform/vercel; pass bundle.WithQueue to add one)", cfg.Queue)
+	}
+	q, err := f(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s queue: %w", cfg.Queue, err)
+	}
+	return q, nil
 }
 
 // Log returns the bundle's logger.
 func (b *Bundle) Log() *slog.Logger { return b.log }
-
-// QStashVerifier returns the verifier of QStash deliveries to this
-// deployment's worker endpoint.
-func (b *Bundle) QStashVerifier() *queue.QStashVerifier {
-	return &queue.QStashVerifier{
-		CurrentKey: b.Config.QStash.CurrentSigningKey,
-		NextKey:    b.Config.QStash.NextSigningKey,
-		URL:        b.Config.QStash.WorkerURL,
-	}
-}
 
 // Advance is one worker invocation for a delivered task id: it advances
 // the task and logs the outcome. A nil error acknowledges the message; an
@@ -514,13 +557,17 @@ func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Close releases the Redis client and the embedded Redis.
+// Close stops what the bundle runs in the background and releases the
+// Redis client and the embedded Redis.
 func (b *Bundle) Close() {
+	if b.stop != nil {
+		b.stop()
+	}
 	if b.client != nil {
 		b.client.Close()
 	}
-	if b.Embedded != nil {
-		b.Embedded.Close()
+	if b.embedded != nil {
+		b.embedded.Close()
 	}
 }
 

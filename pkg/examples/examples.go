@@ -1,6 +1,8 @@
-// Package examples holds the documented example tools that the local
-// server, the Vercel functions and the Lambda functions register: a quick
-// synchronous tool and slow task tools built on the Step API.
+// Package examples holds the documented example tools that this
+// repository's entry points serve (the local server, the Vercel functions
+// and the Lambda functions): a quick synchronous tool and slow task tools
+// built on the Step API. Like any user's tool package, it imports pkg/tasks
+// and the go-sdk, and nothing of the wiring.
 package examples
 
 import (
@@ -9,7 +11,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,9 +37,12 @@ type Confirmation struct {
 	Confirm bool `json:"confirm" jsonschema:"delete the file?"`
 }
 
-// App is the example deployment: the example tools under the name
-// "mcptasks".
-func App() bundle.App { return bundle.App{Name: "mcptasks", Register: Register} }
+// Version is the version the example app reports in serverInfo.
+const Version = "0.2.0"
+
+// App is the example deployment: the example tools, served under the name
+// "examples" (mcptasks --app examples, MCPTASKS_APP=examples).
+var App = &tasks.App{Name: "examples", Title: "mcptasks examples", Version: Version, Register: Register}
 
 // Register adds the example tools to s:
 //
@@ -50,7 +54,7 @@ func App() bundle.App { return bundle.App{Name: "mcptasks", Register: Register} 
 //     step each.
 func Register(s *tasks.Server) {
 	tasks.AddTool(s, &mcp.Tool{Name: "batch_report", Description: "Processes a report in `steps` parts, one durable step per part."},
-		tasks.Optional, batchReport)
+		tasks.Optional, batchReport(s.Options().Logger))
 	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "greet", Description: "Greets someone, synchronously."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in GreetArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("Hello, %s!", in.Name)), nil, nil
@@ -94,9 +98,16 @@ type BatchArgs struct {
 }
 
 // batchReport processes a report part by part, one durable step each. Each
-// part logs "running step" when its closure runs, so a reader of the logs
-// sees that no journaled part is ever processed twice.
-func batchReport(ctx context.Context, st *tasks.Step, in BatchArgs) (*mcp.CallToolResult, error) {
+// part logs "running step" on the deployment's logger when its closure
+// runs, so a reader of the logs sees that no journaled part is ever
+// processed twice.
+func batchReport(log *slog.Logger) tasks.Handler[BatchArgs] {
+	return func(ctx context.Context, st *tasks.Step, in BatchArgs) (*mcp.CallToolResult, error) {
+		return batch(ctx, log, st, in)
+	}
+}
+
+func batch(ctx context.Context, log *slog.Logger, st *tasks.Step, in BatchArgs) (*mcp.CallToolResult, error) {
 	if in.Steps < 1 || in.Steps > 100 {
 		return nil, &jsonrpc.Error{Code: -32602, Message: "steps must be between 1 and 100"}
 	}
@@ -105,7 +116,7 @@ func batchReport(ctx context.Context, st *tasks.Step, in BatchArgs) (*mcp.CallTo
 		st.Status(fmt.Sprintf("processing part %d of %d", i, in.Steps))
 		name := fmt.Sprintf("part-%d", i)
 		n, err := tasks.Do(st, name, func(ctx context.Context) (int, error) {
-			slog.InfoContext(ctx, "running step", "task", st.TaskID(), "step", name)
+			log.InfoContext(ctx, "running step", "task", st.TaskID(), "step", name)
 			if err := sleepCtx(ctx, time.Duration(in.StepMillis)*time.Millisecond); err != nil {
 				return 0, err
 			}

@@ -30,15 +30,15 @@ func DecodeMessage(body []byte) (string, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", fmt.Errorf("queue: undecodable message: %w", err)
 	}
-	if err := checkTaskID(m.TaskID); err != nil {
+	if err := CheckTaskID(m.TaskID); err != nil {
 		return "", err
 	}
 	return m.TaskID, nil
 }
 
-// checkTaskID rejects an id that is empty, too long or has characters
+// CheckTaskID rejects an id that is empty, too long or has characters
 // outside printable ASCII.
-func checkTaskID(id string) error {
+func CheckTaskID(id string) error {
 	if id == "" {
 		return errors.New("queue: message has no taskId")
 	}

@@ -13,16 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/rueidis"
+
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/endpoint"
-	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/rueidis"
 )
 
 // backends are the Redis servers every engine test runs against.
@@ -43,7 +44,7 @@ func (c *clock) opts(o *tasks.Options)   { o.Now = c.Now }
 type harness struct {
 	srv   *tasks.Server
 	store *redisstore.Store
-	q     *queue.Redis
+	q     *redisqueue.Queue
 	rc    *rtcount.Client
 	c     *mcptest.Client // through the lean tasks/* path
 	sdk   *mcptest.Client // through the go-sdk only
@@ -55,7 +56,7 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	rc := rtcount.Wrap(newRedis(t, backend))
 	h := &harness{rc: rc, clock: &clock{}}
 	h.store = redisstore.New(rc, &redisstore.Options{EnqueueGrace: time.Second})
-	h.q = queue.NewRedis(rc, &queue.RedisOptions{Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
+	h.q = redisqueue.New(rc, &redisqueue.Options{Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
 	if opts.Now == nil {
 		h.clock.opts(&opts)
 	}
@@ -484,7 +485,7 @@ func TestNondeterminismFails(t *testing.T) {
 
 // shortQueue caps delays, to exercise chained sleeps.
 type shortQueue struct {
-	queue.Queue
+	tasks.Queue
 	n atomic.Int32
 }
 
@@ -499,7 +500,7 @@ func (q *shortQueue) Enqueue(ctx context.Context, id string, at time.Time) error
 func TestLongSleepIsChained(t *testing.T) {
 	rc := newRedis(t, "embedded")
 	store := redisstore.New(rc, nil)
-	rq := queue.NewRedis(rc, &queue.RedisOptions{Poll: 5 * time.Millisecond})
+	rq := redisqueue.New(rc, &redisqueue.Options{Poll: 5 * time.Millisecond})
 	sq := &shortQueue{Queue: rq}
 	var wokeAfter atomic.Int64
 	srv := tasks.New(&mcp.Implementation{Name: "t", Version: "1"}, nil, store, sq, &tasks.Options{Anonymous: true})

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mcptasks/mcptasks/pkg/embedredis"
-	"github.com/mcptasks/mcptasks/pkg/queue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
-	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
+
+	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
 // A task tool is straight-line Go over durable steps. Here the worker is
@@ -21,7 +22,7 @@ func ExampleAddTool() {
 	defer client.Close()
 
 	srv := tasks.New(&mcp.Implementation{Name: "example", Version: "1"}, nil,
-		redisstore.New(client, nil), queue.NewRedis(client, nil), &tasks.Options{Anonymous: true})
+		redisstore.New(client, nil), redisqueue.New(client, nil), &tasks.Options{Anonymous: true})
 
 	type Args struct {
 		Name string `json:"name"`

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,7 +141,7 @@ func (o *Options) fill() {
 type Server struct {
 	mcp   *mcp.Server
 	store Store
-	queue queue.Queue
+	queue Queue
 	opts  Options
 	log   *slog.Logger
 	tools map[string]*tool
@@ -153,7 +152,7 @@ type Server struct {
 // (nil for defaults), with the tasks extension advertised and its methods
 // installed. Register tools with [AddTool] (task tools) or directly on
 // [Server.MCP] (ordinary tools) before serving.
-func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q queue.Queue, opts *Options) *Server {
+func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Queue, opts *Options) *Server {
 	var so mcp.ServerOptions
 	if mcpOpts != nil {
 		so = *mcpOpts

@@ -1,8 +1,12 @@
 // Command worker is the AWS Lambda function for the SQS-triggered step worker (partial batch failures),
 // built as bootstrap for provided.al2023 with -tags lambda.norpc (see
-// Makefile and template.yaml). Its handler lives in pkg/platform/awslambda.
+// Makefile and template.yaml). It serves this repository's apps (MCPTASKS_APP
+// selects one) through pkg/platform/awslambda.
 package main
 
-import "github.com/mcptasks/mcptasks/pkg/platform/awslambda"
+import (
+	"github.com/mcptasks/mcptasks/pkg/apps"
+	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"
+)
 
-func main() { awslambda.StartWorker() }
+func main() { awslambda.StartWorker(apps.All()...) }

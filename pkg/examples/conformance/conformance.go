@@ -28,21 +28,25 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Name is the server name the fixture server reports.
-const Name = "mcptasks-conformance"
+// Name is the server name the fixture server reports (mcptasks --app
+// conformance, MCPTASKS_APP=conformance).
+const Name = "conformance"
 
-// App returns the fixture deployment. It advertises tools, prompts,
-// resources and completions without listChanged or subscribe (the server
-// implements no subscriptions/listen streams), plus the tasks extension that
-// package tasks adds.
-func App() bundle.App {
-	return bundle.App{
-		Name: Name,
+// App is the fixture deployment. It advertises tools, prompts, resources
+// and completions without listChanged or subscribe (the server implements
+// no subscriptions/listen streams), plus the tasks extension that package
+// tasks adds.
+var App = newApp()
+
+func newApp() *tasks.App {
+	return &tasks.App{
+		Name:    Name,
+		Title:   "mcptasks conformance fixtures",
+		Version: "0.2.0",
 		ServerOptions: &mcp.ServerOptions{
 			Instructions: "Fixture server for the MCP conformance suite, with durable tasks.",
 			Capabilities: &mcp.ServerCapabilities{
@@ -61,7 +65,7 @@ func App() bundle.App {
 // the first one, "about", takes no arguments and no capabilities, because
 // the header-validation scenario calls the first listed tool with {}.
 func Register(s *tasks.Server) {
-	registerCoreTools(s.MCP())
+	registerCoreTools(s.MCP(), s.Options().Logger)
 	registerPrompts(s.MCP())
 	registerResources(s.MCP())
 	registerInputRequired(s)

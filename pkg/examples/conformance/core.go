@@ -22,7 +22,7 @@ func addPlain(srv *mcp.Server, name, description string, h mcp.ToolHandler) {
 }
 
 // registerCoreTools adds the tools of the 2026-07-28 core scenarios.
-func registerCoreTools(srv *mcp.Server) {
+func registerCoreTools(srv *mcp.Server, log *slog.Logger) {
 	addPlain(srv, "about", "Describes this fixture server. Takes no arguments and always succeeds.",
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text("%s: the mcptasks fixture server for the MCP conformance suite (2026-07-28 and the tasks extension).", Name), nil
@@ -111,7 +111,7 @@ func registerCoreTools(srv *mcp.Server) {
 
 	addPlain(srv, "test_logging_tool", "Logs on the server side only: no notifications/message reaches a client that did not ask for logs.",
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			slog.InfoContext(ctx, "test_logging_tool called", "tool", req.Params.Name)
+			log.InfoContext(ctx, "test_logging_tool called", "tool", req.Params.Name)
 			return text("Logged on the server; nothing was sent to the client."), nil
 		})
 

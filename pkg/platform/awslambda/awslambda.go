@@ -1,6 +1,11 @@
-// Package awslambda holds the AWS Lambda handler functions of the
-// cmd/lambda binaries, so that tests can call them with real
-// aws-lambda-go/events payloads:
+// Package awslambda serves a [tasks.App] as AWS Lambda functions: each
+// cmd/lambda/<function>/main.go of a deployment is one statement,
+//
+//	func main() { awslambda.StartMCP(tools.App) }
+//
+// ([StartWorker], [StartSweep] for the others). The handler functions are
+// exported so that tests can call them with real aws-lambda-go/events
+// payloads:
 //
 //   - [MCPHandler]: the MCP endpoint behind a Function URL (InvokeMode
 //     RESPONSE_STREAM), through aws-lambda-go's lambdaurl adapter.
@@ -12,12 +17,13 @@
 // The Start functions are the binaries' whole main: they build the
 // process's bundle during the Lambda init phase (so the Redis dial happens
 // there, once per sandbox, reused by every warm invocation), close it on
-// SIGTERM, and start the runtime loop.
+// SIGTERM, and start the runtime loop. With several apps, MCPTASKS_APP
+// selects one by name. The binaries link the SQS adapter and neither the
+// QStash adapter nor the embedded Redis.
 package awslambda
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"sync"
 
@@ -27,6 +33,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform"
 	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -84,39 +91,46 @@ func SweepHandler(b *bundle.Bundle) func(context.Context, events.CloudWatchEvent
 }
 
 // StartMCP runs the MCP Function URL binary (cmd/lambda/mcp).
-func StartMCP() {
-	b := mustBundle()
+func StartMCP(apps ...*tasks.App) {
+	b := mustBundle(apps)
 	lambdaurl.Start(b.Handler, lambda.WithEnableSIGTERM(b.Close))
 }
 
 // StartWorker runs the SQS worker binary (cmd/lambda/worker).
-func StartWorker() {
-	b := mustBundle()
+func StartWorker(apps ...*tasks.App) {
+	b := mustBundle(apps)
 	lambda.StartWithOptions(WorkerHandler(b), lambda.WithEnableSIGTERM(b.Close))
 }
 
 // StartSweep runs the scheduled sweeper binary (cmd/lambda/sweep).
-func StartSweep() {
-	b := mustBundle()
+func StartSweep(apps ...*tasks.App) {
+	b := mustBundle(apps)
 	lambda.StartWithOptions(SweepHandler(b), lambda.WithEnableSIGTERM(b.Close))
 }
 
-// mustBundle builds the process's bundle during the init phase, logging
-// JSON (the template's LogFormat). A failure ends the process: Lambda
-// reports an init error and retries with a fresh sandbox.
-func mustBundle() *bundle.Bundle {
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})))
-	b, err := platform.Default()
-	if err != nil {
-		os.Exit(1) // platform.Default logged why
-	}
-	return b
+// WithSQS makes a bundle able to send to Amazon SQS (MCPTASKS_QUEUE=sqs)
+// through c; nil builds a client from the AWS environment
+// ([sqsqueue.NewClient]).
+func WithSQS(c sqsqueue.Sender) bundle.Option {
+	return bundle.WithQueue(bundle.QueueSQS, func(ctx context.Context, cfg bundle.Config) (tasks.Queue, error) {
+		if c == nil {
+			sc, err := sqsqueue.NewClient(nil)
+			if err != nil {
+				return nil, err
+			}
+			c = sc
+		}
+		return sqsqueue.New(c, cfg.SQS.QueueURL, &sqsqueue.Options{FIFO: cfg.SQS.FIFO}), nil
+	})
 }
 
-func logLevel() slog.Level {
-	var l slog.Level
-	if v := os.Getenv("MCPTASKS_LOG_LEVEL"); v != "" {
-		_ = l.UnmarshalText([]byte(v))
+// mustBundle builds the process's bundle during the init phase, logging
+// JSON (the template's LogFormat) at MCPTASKS_LOG_LEVEL. A failure ends the
+// process: Lambda reports an init error and retries with a fresh sandbox.
+func mustBundle(apps []*tasks.App) *bundle.Bundle {
+	b, err := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).Bundle()
+	if err != nil {
+		os.Exit(1) // the builder logged why
 	}
-	return l
+	return b
 }

@@ -50,7 +50,7 @@ func setup(t *testing.T, vars map[string]string) *env {
 		t.Fatalf("FromEnv: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	b, err := bundle.New(t.Context(), cfg, log, examples.App(), bundle.WithSQSClient(fs.Client()))
+	b, err := bundle.New(t.Context(), cfg, log, examples.App, awslambda.WithSQS(fs.Client()))
 	if err != nil {
 		t.Fatalf("bundle.New: %v", err)
 	}
@@ -183,8 +183,8 @@ func TestMCPFunctionURL(t *testing.T) {
 		} `json:"capabilities"`
 	}
 	r.Decode(t, &disc)
-	if disc.Meta.ServerInfo.Name != "mcptasks" {
-		t.Errorf("serverInfo name = %q, want mcptasks", disc.Meta.ServerInfo.Name)
+	if disc.Meta.ServerInfo.Name != examples.App.Name {
+		t.Errorf("serverInfo name = %q, want %q", disc.Meta.ServerInfo.Name, examples.App.Name)
 	}
 	if !slices.Contains(disc.SupportedVersions, "2026-07-28") {
 		t.Errorf("supportedVersions = %v, want 2026-07-28 among them", disc.SupportedVersions)

@@ -79,12 +79,12 @@ func deploy(t *testing.T) *deployment {
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
-	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), examples.App())
+	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), examples.App, vercel.WithQStash(nil))
 	if err != nil {
 		t.Fatalf("bundle.New: %v", err)
 	}
 	t.Cleanup(b.Close)
-	fns = vercel.New(b)
+	fns = vercel.FromBundle(b)
 
 	opt, _ := rueidis.ParseURL(redisURL)
 	opt.DisableCache = true
@@ -313,7 +313,7 @@ func TestCronWithoutSecretRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), examples.App())
+	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), examples.App, vercel.WithQStash(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestCronWithoutSecretRefuses(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/api/cron", nil)
 	r.Header.Set("Authorization", "Bearer ")
-	vercel.New(b).Cron(rec, r)
+	vercel.FromBundle(b).Cron(rec, r)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("cron without CRON_SECRET: HTTP %d, want 503", rec.Code)
 	}

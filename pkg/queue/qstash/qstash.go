@@ -1,4 +1,10 @@
-package queue
+// Package qstash is the [tasks.Queue] on Upstash QStash, which pushes each
+// message over HTTPS to the Vercel worker function, and the [Verifier] of
+// the Upstash-Signature those deliveries carry. Only the Vercel entry points
+// import it.
+//
+// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+package qstash
 
 import (
 	"bytes"
@@ -16,25 +22,27 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 
-// QStashDefaultURL is QStash's API base URL (QSTASH_URL overrides it, e.g.
+// DefaultURL is QStash's API base URL (QSTASH_URL overrides it, e.g.
 // for a regional endpoint).
-const QStashDefaultURL = "https://qstash.upstash.io"
+const DefaultURL = "https://qstash.upstash.io"
 
-// QStashDefaultMaxDelay is the longest delay of QStash's free plan (paid
+// DefaultMaxDelay is the longest delay of QStash's free plan (paid
 // plans allow longer); longer waits are chained by the worker.
-const QStashDefaultMaxDelay = 7 * 24 * time.Hour
+const DefaultMaxDelay = 7 * 24 * time.Hour
 
-// QStashOptions configures a QStash queue.
-type QStashOptions struct {
+// Options configures a QStash queue.
+type Options struct {
 	// Token is the QStash token (QSTASH_TOKEN). Required.
 	Token string
 	// Destination is the public URL QStash delivers messages to: the
 	// worker function, e.g. https://app.vercel.app/api/worker. It is also
 	// the "sub" of the signature the worker verifies. Required.
 	Destination string
-	// BaseURL is the QStash API (default QStashDefaultURL).
+	// BaseURL is the QStash API (default DefaultURL).
 	BaseURL string
 	// Retries is QStash's delivery retry count (Upstash-Retries); 0 keeps
 	// the plan's default.
@@ -43,7 +51,7 @@ type QStashOptions struct {
 	// Upstash-Forward-<name>), e.g. x-vercel-protection-bypass.
 	Forward map[string]string
 	// MaxDelay is the longest delay QStash is asked for (default
-	// QStashDefaultMaxDelay).
+	// DefaultMaxDelay).
 	MaxDelay time.Duration
 	// HTTPClient sends the publish requests (default: a client with a 10s
 	// timeout).
@@ -57,17 +65,15 @@ type QStashOptions struct {
 	Now func() time.Time
 }
 
-// QStash is a [Queue] on Upstash QStash, which pushes each message to the
-// worker function over HTTPS, signed (see [QStashVerifier]), and retries
+// Queue is a [tasks.Queue] on Upstash QStash, which pushes each message to the
+// worker function over HTTPS, signed (see [Verifier]), and retries
 // it until the worker answers 2xx.
-type QStash struct {
-	o QStashOptions
+type Queue struct {
+	o Options
 }
 
-var _ Queue = (*QStash)(nil)
-
-// NewQStash returns a QStash queue.
-func NewQStash(opts QStashOptions) (*QStash, error) {
+// New returns a QStash queue.
+func New(opts Options) (*Queue, error) {
 	o := opts
 	if o.Token == "" {
 		return nil, errors.New("queue: qstash: a token is required")
@@ -76,11 +82,11 @@ func NewQStash(opts QStashOptions) (*QStash, error) {
 		return nil, fmt.Errorf("queue: qstash: destination %q must be an absolute http(s) URL", o.Destination)
 	}
 	if o.BaseURL == "" {
-		o.BaseURL = QStashDefaultURL
+		o.BaseURL = DefaultURL
 	}
 	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
 	if o.MaxDelay <= 0 {
-		o.MaxDelay = QStashDefaultMaxDelay
+		o.MaxDelay = DefaultMaxDelay
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
@@ -91,17 +97,17 @@ func NewQStash(opts QStashOptions) (*QStash, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &QStash{o: o}, nil
+	return &Queue{o: o}, nil
 }
 
-// Enqueue implements Queue: one publish to the destination, with
+// Enqueue implements tasks.Queue: one publish to the destination, with
 // Upstash-Not-Before set to notBefore rounded up to whole seconds when it
 // is in the future, and Upstash-Deduplication-Id set to the task id and the
 // due time in milliseconds (QStash keeps deduplication ids for 90 days, so
 // the time is part of the id: every distinct wake-up is a distinct
 // message).
-func (q *QStash) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
-	if err := checkTaskID(taskID); err != nil {
+func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
+	if err := queue.CheckTaskID(taskID); err != nil {
 		return err
 	}
 	now := q.o.Now()
@@ -109,7 +115,7 @@ func (q *QStash) Enqueue(ctx context.Context, taskID string, notBefore time.Time
 	if due.IsZero() || due.Before(now) {
 		due = now
 	}
-	body := EncodeMessage(taskID)
+	body := queue.EncodeMessage(taskID)
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Bearer "+q.o.Token)
 	hdr.Set("Content-Type", "application/json")
@@ -152,7 +158,7 @@ func (q *QStash) Enqueue(ctx context.Context, taskID string, notBefore time.Time
 
 // publish sends one publish request; retry reports whether a failure is
 // worth another attempt.
-func (q *QStash) publish(ctx context.Context, endpoint string, hdr http.Header, body []byte) (retry bool, err error) {
+func (q *Queue) publish(ctx context.Context, endpoint string, hdr http.Header, body []byte) (retry bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return false, err
@@ -178,14 +184,14 @@ func (q *QStash) publish(ctx context.Context, endpoint string, hdr http.Header, 
 		fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
 }
 
-// MaxDelay implements Queue.
-func (q *QStash) MaxDelay() time.Duration { return q.o.MaxDelay }
+// MaxDelay implements tasks.Queue.
+func (q *Queue) MaxDelay() time.Duration { return q.o.MaxDelay }
 
-// QStashVerifier checks the Upstash-Signature header of a QStash delivery:
+// Verifier checks the Upstash-Signature header of a QStash delivery:
 // an HS256 JWT signed with the current or the next signing key, issued by
 // "Upstash", whose "sub" is the exact destination URL and whose "body"
 // claim is the base64url SHA-256 of the raw request body.
-type QStashVerifier struct {
+type Verifier struct {
 	// CurrentKey and NextKey are the signing keys
 	// (QSTASH_CURRENT_SIGNING_KEY, QSTASH_NEXT_SIGNING_KEY). At least one
 	// is required; QStash signs with either during a key rotation.
@@ -199,11 +205,11 @@ type QStashVerifier struct {
 	Now func() time.Time
 }
 
-// ErrQStashSignature is wrapped by every verification failure.
-var ErrQStashSignature = errors.New("invalid QStash signature")
+// ErrSignature is wrapped by every verification failure.
+var ErrSignature = errors.New("invalid QStash signature")
 
-// qstashClaims are the claims of an Upstash-Signature token.
-type qstashClaims struct {
+// claims are the claims of an Upstash-Signature token.
+type claims struct {
 	Body string `json:"body"`
 	jwt.RegisteredClaims
 }
@@ -211,12 +217,12 @@ type qstashClaims struct {
 // Verify checks signature (the Upstash-Signature header) against the raw
 // body. It returns nil only for a delivery QStash made to URL with exactly
 // this body, within the token's lifetime.
-func (v *QStashVerifier) Verify(signature string, body []byte) error {
+func (v *Verifier) Verify(signature string, body []byte) error {
 	if signature == "" {
-		return fmt.Errorf("%w: no Upstash-Signature header", ErrQStashSignature)
+		return fmt.Errorf("%w: no Upstash-Signature header", ErrSignature)
 	}
 	if v.URL == "" {
-		return fmt.Errorf("%w: no destination URL configured", ErrQStashSignature)
+		return fmt.Errorf("%w: no destination URL configured", ErrSignature)
 	}
 	keys := make([]string, 0, 2)
 	for _, k := range []string{v.CurrentKey, v.NextKey} {
@@ -225,7 +231,7 @@ func (v *QStashVerifier) Verify(signature string, body []byte) error {
 		}
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("%w: no signing key configured", ErrQStashSignature)
+		return fmt.Errorf("%w: no signing key configured", ErrSignature)
 	}
 	leeway := v.Leeway
 	if leeway <= 0 {
@@ -247,7 +253,7 @@ func (v *QStashVerifier) Verify(signature string, body []byte) error {
 	want := base64.RawURLEncoding.EncodeToString(sum[:])
 	var errs []error
 	for _, k := range keys {
-		var c qstashClaims
+		var c claims
 		_, err := p.ParseWithClaims(signature, &c, func(*jwt.Token) (any, error) { return []byte(k), nil })
 		if err != nil {
 			errs = append(errs, err)
@@ -258,9 +264,9 @@ func (v *QStashVerifier) Verify(signature string, body []byte) error {
 		got := strings.TrimRight(c.Body, "=")
 		got = strings.NewReplacer("+", "-", "/", "_").Replace(got)
 		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			return fmt.Errorf("%w: body hash does not match the request body", ErrQStashSignature)
+			return fmt.Errorf("%w: body hash does not match the request body", ErrSignature)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrQStashSignature, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", ErrSignature, errors.Join(errs...))
 }

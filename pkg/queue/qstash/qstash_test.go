@@ -1,4 +1,4 @@
-package queue_test
+package qstash_test
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/fakeqstash"
 	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -25,14 +26,14 @@ func TestQStashPublish(t *testing.T) {
 	t.Parallel()
 	srv := fakeqstash.Start(t)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 250_000_000, time.UTC)
-	newQ := func(t *testing.T, mod func(*queue.QStashOptions)) *queue.QStash {
+	newQ := func(t *testing.T, mod func(*qstash.Options)) *qstash.Queue {
 		t.Helper()
-		o := queue.QStashOptions{Token: srv.Token, Destination: workerURL, BaseURL: srv.URL,
+		o := qstash.Options{Token: srv.Token, Destination: workerURL, BaseURL: srv.URL,
 			Now: func() time.Time { return now }}
 		if mod != nil {
 			mod(&o)
 		}
-		q, err := queue.NewQStash(o)
+		q, err := qstash.New(o)
 		if err != nil {
 			t.Fatalf("NewQStash: %v", err)
 		}
@@ -74,7 +75,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("DelayedIsNotBeforeRoundedUp", func(t *testing.T) {
-		q := newQ(t, func(o *queue.QStashOptions) {
+		q := newQ(t, func(o *qstash.Options) {
 			o.Retries = 4
 			o.Forward = map[string]string{"x-vercel-protection-bypass": "bypass-secret"}
 		})
@@ -123,7 +124,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("ClientErrorsAreNotRetried", func(t *testing.T) {
-		q := newQ(t, func(o *queue.QStashOptions) { o.Token = "wrong" })
+		q := newQ(t, func(o *qstash.Options) { o.Token = "wrong" })
 		err := q.Enqueue(t.Context(), "task-denied", time.Time{})
 		if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "invalid token") {
 			t.Fatalf("Enqueue with a wrong token = %v, want HTTP 401 with QStash's message", err)
@@ -131,13 +132,13 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("Options", func(t *testing.T) {
-		if _, err := queue.NewQStash(queue.QStashOptions{Destination: workerURL}); err == nil {
+		if _, err := qstash.New(qstash.Options{Destination: workerURL}); err == nil {
 			t.Error("NewQStash without a token succeeded")
 		}
-		if _, err := queue.NewQStash(queue.QStashOptions{Token: "t", Destination: "/api/worker"}); err == nil {
+		if _, err := qstash.New(qstash.Options{Token: "t", Destination: "/api/worker"}); err == nil {
 			t.Error("NewQStash with a relative destination succeeded")
 		}
-		if got := newQ(t, nil).MaxDelay(); got != queue.QStashDefaultMaxDelay {
+		if got := newQ(t, nil).MaxDelay(); got != qstash.DefaultMaxDelay {
 			t.Errorf("MaxDelay = %v", got)
 		}
 	})
@@ -153,7 +154,7 @@ func TestQStashVerifier(t *testing.T) {
 	body := []byte(`{"taskId":"abc"}`)
 	sum := sha256.Sum256(body)
 	hash := base64.URLEncoding.EncodeToString(sum[:])
-	v := &queue.QStashVerifier{CurrentKey: cur, NextKey: next, URL: workerURL}
+	v := &qstash.Verifier{CurrentKey: cur, NextKey: next, URL: workerURL}
 	claims := func(mod func(jwt.MapClaims)) jwt.MapClaims {
 		c := jwt.MapClaims{"iss": "Upstash", "sub": workerURL, "iat": now.Unix(), "nbf": now.Unix(),
 			"exp": now.Add(5 * time.Minute).Unix(), "jti": "jwt_1", "body": hash}
@@ -203,15 +204,15 @@ func TestQStashVerifier(t *testing.T) {
 	}
 	for _, b := range bad {
 		err := v.Verify(b.sig, b.body)
-		if !errors.Is(err, queue.ErrQStashSignature) {
+		if !errors.Is(err, qstash.ErrSignature) {
 			t.Errorf("%s: Verify = %v, want ErrQStashSignature", b.name, err)
 		}
 	}
 
-	if err := (&queue.QStashVerifier{URL: workerURL}).Verify(good[0].sig, body); err == nil {
+	if err := (&qstash.Verifier{URL: workerURL}).Verify(good[0].sig, body); err == nil {
 		t.Error("a verifier without keys accepted a signature")
 	}
-	if err := (&queue.QStashVerifier{CurrentKey: cur}).Verify(good[0].sig, body); err == nil {
+	if err := (&qstash.Verifier{CurrentKey: cur}).Verify(good[0].sig, body); err == nil {
 		t.Error("a verifier without a URL accepted a signature")
 	}
 }

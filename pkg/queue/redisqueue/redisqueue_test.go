@@ -1,4 +1,4 @@
-package queue_test
+package redisqueue_test
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
-	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 // visibility is the short visibility timeout of the contract runs.
@@ -54,7 +55,7 @@ func TestRedisContract(t *testing.T) {
 			c := b.client(t)
 			queuetest.Run(t, func(t *testing.T) queuetest.Harness {
 				return harness{
-					q: queue.NewRedis(c, &queue.RedisOptions{
+					q: redisqueue.New(c, &redisqueue.Options{
 						Key:        uniqueKey(t),
 						Visibility: visibility,
 						Poll:       20 * time.Millisecond,
@@ -69,11 +70,11 @@ func TestRedisContract(t *testing.T) {
 
 // harness adapts the pull-style Redis queue to the contract.
 type harness struct {
-	q   *queue.Redis
+	q   *redisqueue.Queue
 	vis time.Duration
 }
 
-func (h harness) Queue() queue.Queue        { return h.q }
+func (h harness) Queue() tasks.Queue        { return h.q }
 func (h harness) Redelivery() time.Duration { return h.vis }
 
 func (h harness) Next(ctx context.Context) (queuetest.Delivery, error) {
@@ -96,8 +97,8 @@ func (h harness) Next(ctx context.Context) (queuetest.Delivery, error) {
 }
 
 type delivery struct {
-	q *queue.Redis
-	d queue.Delivery
+	q *redisqueue.Queue
+	d redisqueue.Delivery
 }
 
 func (d delivery) TaskID() string                { return d.d.TaskID }
@@ -157,7 +158,7 @@ func pttl(t *testing.T, c rueidis.Client, key string) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-func mustEnqueue(t *testing.T, q *queue.Redis, id string, at time.Time) {
+func mustEnqueue(t *testing.T, q *redisqueue.Queue, id string, at time.Time) {
 	t.Helper()
 	if err := q.Enqueue(t.Context(), id, at); err != nil {
 		t.Fatalf("Enqueue(%q): %v", id, err)
@@ -165,7 +166,7 @@ func mustEnqueue(t *testing.T, q *queue.Redis, id string, at time.Time) {
 }
 
 // receive polls Receive until it returns a message, which must be want.
-func receive(t *testing.T, q *queue.Redis, want string) queue.Delivery {
+func receive(t *testing.T, q *redisqueue.Queue, want string) redisqueue.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
@@ -182,11 +183,11 @@ func receive(t *testing.T, q *queue.Redis, want string) queue.Delivery {
 		time.Sleep(max(wait, time.Millisecond))
 	}
 	t.Fatalf("%q never received", want)
-	return queue.Delivery{}
+	return redisqueue.Delivery{}
 }
 
 func testMaxDelay(t *testing.T, c rueidis.Client) {
-	if got := queue.NewRedis(c, nil).MaxDelay(); got != 0 {
+	if got := redisqueue.New(c, nil).MaxDelay(); got != 0 {
 		t.Errorf("MaxDelay() = %v, want 0 (a sorted set holds any delay)", got)
 	}
 }
@@ -195,7 +196,7 @@ func testMaxDelay(t *testing.T, c rueidis.Client) {
 // longer than the poll interval.
 func testReceiveEmpty(t *testing.T, c rueidis.Client) {
 	poll := 40 * time.Millisecond
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: uniqueKey(t), Poll: poll})
+	q := redisqueue.New(c, &redisqueue.Options{Key: uniqueKey(t), Poll: poll})
 	d, ok, wait, err := q.Receive(t.Context())
 	if err != nil {
 		t.Fatalf("Receive: %v", err)
@@ -211,7 +212,7 @@ func testReceiveEmpty(t *testing.T, c rueidis.Client) {
 // A message due in 300 ms is not received before its time: Receive says
 // not ok with a wait no longer than the time left, then it comes.
 func testReceiveBeforeDue(t *testing.T, c rueidis.Client) {
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: uniqueKey(t), Poll: 5 * time.Second})
+	q := redisqueue.New(c, &redisqueue.Options{Key: uniqueKey(t), Poll: 5 * time.Second})
 	at := time.Now().Add(300 * time.Millisecond)
 	mustEnqueue(t, q, "delayed", at)
 	left := time.Until(at)
@@ -239,7 +240,7 @@ func testReceiveBeforeDue(t *testing.T, c rueidis.Client) {
 // and the Ack removes it.
 func testAckRemoves(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key})
 	mustEnqueue(t, q, "x", time.Time{})
 	d := receive(t, q, "x")
 	if n := zcard(t, c, key); n != 1 {
@@ -260,7 +261,7 @@ func testAckRemoves(t *testing.T, c rueidis.Client) {
 // time asked for.
 func testDedupState(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key})
 	now := time.Now()
 	early := now.Add(time.Hour)
 	mustEnqueue(t, q, "x", now.Add(2*time.Hour))
@@ -281,7 +282,7 @@ func testDedupState(t *testing.T, c rueidis.Client) {
 // Every enqueue sets the key's expiry, and receiving or retrying keeps it.
 func testKeyExpires(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, KeyTTL: time.Hour})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, KeyTTL: time.Hour})
 	mustEnqueue(t, q, "x", time.Time{})
 	mustEnqueue(t, q, "y", time.Now().Add(time.Minute))
 	if ttl := pttl(t, c, key); ttl <= 0 || ttl > time.Hour {
@@ -305,7 +306,7 @@ func testKeyExpires(t *testing.T, c rueidis.Client) {
 func testBookkeeping(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
 	meta := key + ":meta"
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, KeyTTL: time.Hour})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, KeyTTL: time.Hour})
 	mustEnqueue(t, q, "a", time.Time{})
 	mustEnqueue(t, q, "b", time.Time{})
 	mustEnqueue(t, q, "c", time.Time{})
@@ -353,7 +354,7 @@ func testBookkeeping(t *testing.T, c rueidis.Client) {
 // With default options the key still expires (8 days).
 func testKeyExpiresByDefault(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key})
 	mustEnqueue(t, q, "x", time.Time{})
 	if ttl := pttl(t, c, key); ttl <= 0 || ttl > 8*24*time.Hour {
 		t.Errorf("PTTL = %v, want in (0, 8 days]", ttl)
@@ -362,7 +363,7 @@ func testKeyExpiresByDefault(t *testing.T, c rueidis.Client) {
 
 // runConsume starts Consume. cancel ends its context; wait waits
 // (generously) for Consume to return.
-func runConsume(t *testing.T, q *queue.Redis, n int, h queue.Handler) (cancel, wait func()) {
+func runConsume(t *testing.T, q *redisqueue.Queue, n int, h redisqueue.Handler) (cancel, wait func()) {
 	t.Helper()
 	ctx, cancelCtx := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -394,7 +395,7 @@ func runConsume(t *testing.T, q *queue.Redis, n int, h queue.Handler) (cancel, w
 func testConsumeAll(t *testing.T, c rueidis.Client) {
 	const total, consumers = 200, 4
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Logger: logger(t)})
 	want := make(map[string]bool, total)
 	for i := range total {
 		id := fmt.Sprintf("task-%03d", i)
@@ -460,7 +461,7 @@ func testConsumeAll(t *testing.T, c rueidis.Client) {
 // one-minute visibility timeout); once handled, it is acknowledged.
 func testConsumeHandlerError(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Logger: logger(t)})
 	mustEnqueue(t, q, "flaky", time.Time{})
 	var calls atomic.Int64
 	var other atomic.Int64
@@ -500,7 +501,7 @@ func testConsumeHandlerError(t *testing.T, c rueidis.Client) {
 // moment: the message finishes, is acknowledged, then Consume returns.
 func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := queue.NewRedis(c, &queue.RedisOptions{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Logger: logger(t)})
 	mustEnqueue(t, q, "slow", time.Time{})
 	started, release := make(chan struct{}), make(chan struct{})
 	var handlerCtxErr error

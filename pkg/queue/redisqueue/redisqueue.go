@@ -1,4 +1,10 @@
-package queue
+// Package redisqueue is the [tasks.Queue] on Redis: the local default (on
+// the embedded Redis) and the queue of self-hosted worker processes, which
+// consume it with [Queue.Consume]. It needs nothing but the rueidis client
+// the task store already uses.
+//
+// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+package redisqueue
 
 import (
 	"context"
@@ -12,8 +18,8 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// RedisOptions configures a Redis queue. The zero value is a sane default.
-type RedisOptions struct {
+// Options configures a Redis queue. The zero value is a sane default.
+type Options struct {
 	// Key is the sorted set holding the queue (default "mcptasks:{queue}").
 	// A hash Key+":meta" holds the receipts of messages being handled; give
 	// Key a hash tag ({...}) so that both land in one Redis Cluster slot.
@@ -34,7 +40,7 @@ type RedisOptions struct {
 	Logger *slog.Logger
 }
 
-// Redis is a delayed, at-least-once queue in one Redis sorted set: the
+// Queue is a delayed, at-least-once queue in one Redis sorted set: the
 // member is the task id (the dedup key), the score the time it is due. A
 // receive moves the member's score forward by the visibility timeout (a
 // crashed consumer's message comes back after it) and returns that score as
@@ -43,19 +49,17 @@ type RedisOptions struct {
 // the score (so Ack, seeing another score, keeps the message), a later one
 // is remembered in the hash and Ack makes the message due at that time
 // instead of removing it.
-type Redis struct {
+type Queue struct {
 	c    rueidis.Client
-	o    RedisOptions
+	o    Options
 	enq  *rueidis.Lua
 	recv *rueidis.Lua
 	ack  *rueidis.Lua
 }
 
-var _ Queue = (*Redis)(nil)
-
-// NewRedis returns a queue on c, which the caller owns and closes.
-func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
-	var o RedisOptions
+// New returns a queue on c, which the caller owns and closes.
+func New(c rueidis.Client, opts *Options) *Queue {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -74,16 +78,16 @@ func NewRedis(c rueidis.Client, opts *RedisOptions) *Redis {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Redis{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
+	return &Queue{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
 }
 
-func (q *Redis) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
+func (q *Queue) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
 
-func (q *Redis) wakeKey() string { return q.o.Key + ":wake" }
+func (q *Queue) wakeKey() string { return q.o.Key + ":wake" }
 
 // idle waits up to d for an enqueue (a token on the wake list), or until
 // ctx ends. It reports false when ctx ended.
-func (q *Redis) idle(ctx context.Context, d time.Duration) bool {
+func (q *Queue) idle(ctx context.Context, d time.Duration) bool {
 	// BLPOP blocks on a dedicated connection; its timeout has a resolution
 	// of a millisecond.
 	secs := max(d, time.Millisecond).Seconds()
@@ -105,7 +109,7 @@ func (q *Redis) idle(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (q *Redis) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
+func (q *Queue) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
 
 // enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
 // it pushes a token on the wake list (bounded) for an idle consumer.
@@ -154,8 +158,8 @@ if again then redis.call('ZADD', KEYS[1], again, ARGV[1]) else redis.call('ZREM'
 return 1
 `)
 
-// Enqueue implements Queue.
-func (q *Redis) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
+// Enqueue implements tasks.Queue.
+func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
 	at := notBefore.UnixMilli()
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
@@ -167,8 +171,8 @@ func (q *Redis) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	return nil
 }
 
-// MaxDelay implements Queue: a sorted set holds any delay.
-func (q *Redis) MaxDelay() time.Duration { return 0 }
+// MaxDelay implements tasks.Queue: a sorted set holds any delay.
+func (q *Queue) MaxDelay() time.Duration { return 0 }
 
 // Delivery is one received message.
 type Delivery struct {
@@ -178,7 +182,7 @@ type Delivery struct {
 
 // Receive returns the next due message, or ok=false and how long until the
 // next one is due (capped at the poll interval) when none is.
-func (q *Redis) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
+func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
 	now := time.Now()
 	hide := now.Add(q.o.Visibility).UnixMilli()
 	arr, err := q.recv.Exec(ctx, q.c, q.keys(),
@@ -199,7 +203,7 @@ func (q *Redis) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 }
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
-func (q *Redis) Ack(ctx context.Context, d Delivery) error {
+func (q *Queue) Ack(ctx context.Context, d Delivery) error {
 	if err := q.ack.Exec(ctx, q.c, q.keys(), []string{d.TaskID, d.receipt}).Error(); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", d.TaskID, err)
 	}
@@ -208,7 +212,7 @@ func (q *Redis) Ack(ctx context.Context, d Delivery) error {
 
 // Retry makes a message due again at at (or earlier, if it was enqueued
 // again meanwhile).
-func (q *Redis) Retry(ctx context.Context, d Delivery, at time.Time) error {
+func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
 	err := q.ack.Exec(ctx, q.c, q.keys(),
 		[]string{d.TaskID, d.receipt, strconv.FormatInt(at.UnixMilli(), 10)}).Error()
 	if err != nil {
@@ -222,7 +226,7 @@ func (q *Redis) Retry(ctx context.Context, d Delivery, at time.Time) error {
 type Handler func(ctx context.Context, taskID string) error
 
 // Consume runs n consumers until ctx ends, handing each due message to h.
-func (q *Redis) Consume(ctx context.Context, n int, h Handler) {
+func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
 	var wg sync.WaitGroup
 	for range max(n, 1) {
 		wg.Go(func() { q.consume(ctx, h) })
@@ -230,7 +234,7 @@ func (q *Redis) Consume(ctx context.Context, n int, h Handler) {
 	wg.Wait()
 }
 
-func (q *Redis) consume(ctx context.Context, h Handler) {
+func (q *Queue) consume(ctx context.Context, h Handler) {
 	for ctx.Err() == nil {
 		d, ok, wait, err := q.Receive(ctx)
 		if err != nil {

@@ -1,8 +1,9 @@
-package queue_test
+package sqsqueue_test
 
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/fakesqs"
 	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 )
 
 // TestSQS drives the SQS adapter through a real aws-sdk-go-v2 client
@@ -40,13 +42,13 @@ func TestSQS(t *testing.T) {
 	}
 
 	t.Run("MaxDelayIs15Minutes", func(t *testing.T) {
-		if got := queue.NewSQS(client, std, nil).MaxDelay(); got != 15*time.Minute {
+		if got := sqsqueue.New(client, std, nil).MaxDelay(); got != 15*time.Minute {
 			t.Errorf("MaxDelay = %v, want 15m", got)
 		}
 	})
 
 	t.Run("DelaySecondsRoundedUpAndCapped", func(t *testing.T) {
-		q := queue.NewSQS(client, std, &queue.SQSOptions{Now: clock})
+		q := sqsqueue.New(client, std, &sqsqueue.Options{Now: clock})
 		cases := []struct {
 			id   string
 			at   time.Time
@@ -78,10 +80,10 @@ func TestSQS(t *testing.T) {
 	})
 
 	t.Run("FIFOCarriesGroupAndDedupIDsAndNoDelay", func(t *testing.T) {
-		if !queue.IsFIFOQueueURL(fifo) || queue.IsFIFOQueueURL(std) {
+		if !sqsqueue.IsFIFOURL(fifo) || sqsqueue.IsFIFOURL(std) {
 			t.Fatalf("IsFIFOQueueURL wrong for %s / %s", fifo, std)
 		}
-		q := queue.NewSQS(client, fifo, &queue.SQSOptions{FIFO: true, Now: clock})
+		q := sqsqueue.New(client, fifo, &sqsqueue.Options{FIFO: true, Now: clock})
 		at := now.Add(30 * time.Second)
 		if err := q.Enqueue(t.Context(), "fifo-later", at); err != nil {
 			t.Fatalf("Enqueue: %v", err)
@@ -96,16 +98,16 @@ func TestSQS(t *testing.T) {
 		if later.GroupID != "fifo-later" {
 			t.Errorf("MessageGroupId = %q, want the task id", later.GroupID)
 		}
-		if want := "fifo-later." + itoa(at.UnixMilli()); later.DedupID != want {
+		if want := "fifo-later." + strconv.FormatInt(at.UnixMilli(), 10); later.DedupID != want {
 			t.Errorf("MessageDeduplicationId = %q, want %q", later.DedupID, want)
 		}
-		if want := "fifo-now." + itoa(now.UnixMilli()); nowMsg.DedupID != want {
+		if want := "fifo-now." + strconv.FormatInt(now.UnixMilli(), 10); nowMsg.DedupID != want {
 			t.Errorf("MessageDeduplicationId = %q, want %q", nowMsg.DedupID, want)
 		}
 	})
 
 	t.Run("ServiceErrorsAreReturned", func(t *testing.T) {
-		q := queue.NewSQS(client, srv.URL+"/000000000000/missing", nil)
+		q := sqsqueue.New(client, srv.URL+"/000000000000/missing", nil)
 		err := q.Enqueue(t.Context(), "x", time.Time{})
 		var api smithy.APIError
 		if !errors.As(err, &api) || !strings.Contains(api.ErrorCode(), "QueueDoesNotExist") && !strings.Contains(api.ErrorCode(), "NonExistentQueue") {
@@ -114,7 +116,7 @@ func TestSQS(t *testing.T) {
 	})
 
 	t.Run("TransientFailuresAreRetriedBySDK", func(t *testing.T) {
-		q := queue.NewSQS(client, std, nil)
+		q := sqsqueue.New(client, std, nil)
 		srv.FailNext(500, 503)
 		if err := q.Enqueue(t.Context(), "flaky", time.Time{}); err != nil {
 			t.Fatalf("Enqueue after two transient failures: %v", err)
@@ -123,7 +125,7 @@ func TestSQS(t *testing.T) {
 	})
 
 	t.Run("BadTaskIDsAreRefusedLocally", func(t *testing.T) {
-		q := queue.NewSQS(client, std, nil)
+		q := sqsqueue.New(client, std, nil)
 		before := len(srv.Messages())
 		for _, id := range []string{"", "has space", strings.Repeat("x", queue.MaxTaskIDLen+1)} {
 			if err := q.Enqueue(t.Context(), id, time.Time{}); err == nil {
@@ -136,7 +138,7 @@ func TestSQS(t *testing.T) {
 	})
 
 	t.Run("ContextCancelled", func(t *testing.T) {
-		q := queue.NewSQS(client, std, nil)
+		q := sqsqueue.New(client, std, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if err := q.Enqueue(ctx, "cancelled", time.Time{}); !errors.Is(err, context.Canceled) {

@@ -1,0 +1,138 @@
+// Package scaffold writes a new Go module that serves its own tools with
+// mcptasks on every platform (mcptasks init): a tools package with one
+// example task tool and its test, one-statement entry points for the local
+// server, Vercel and AWS Lambda, vercel.json, template.yaml, a Makefile and
+// a README. The files are templates embedded in the binary.
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+//go:embed all:template
+var files embed.FS
+
+// Options says what to generate.
+type Options struct {
+	// Dir is the directory to write the module into; it is created if
+	// missing, and no existing file in it is overwritten.
+	Dir string
+	// Module is the module path, e.g. example.com/transcode.
+	Module string
+	// Name is the command name (cmd/NAME) and the server name (default:
+	// the last element of Module).
+	Name string
+	// Version is the mcptasks version to require (e.g. v0.2.0).
+	Version string
+	// Replace, when set, is a local mcptasks checkout the module is
+	// pointed at with a replace directive.
+	Replace string
+	// GoVersion is the go directive, with a patch version, as Vercel's
+	// builder requires (e.g. 1.26.0).
+	GoVersion string
+}
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	moduleRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~/-]*[A-Za-z0-9]$`)
+	versionRE = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+	goRE      = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+)
+
+// ErrExists is returned (wrapped, naming the files) when a file to be
+// written already exists; nothing is written then.
+var ErrExists = errors.New("file exists")
+
+// Write generates the module and returns the paths it wrote, relative to
+// Dir, sorted.
+func Write(o Options) ([]string, error) {
+	if o.Name == "" {
+		o.Name = path.Base(o.Module)
+	}
+	switch {
+	case o.Dir == "":
+		return nil, errors.New("no directory given")
+	case !moduleRE.MatchString(o.Module) || strings.Contains(o.Module, "//") || strings.Contains(o.Module, ".."):
+		return nil, fmt.Errorf("module path %q is not valid (want something like example.com/transcode)", o.Module)
+	case !nameRE.MatchString(o.Name):
+		return nil, fmt.Errorf("name %q is not valid: lower-case letters, digits, - and _, starting with a letter", o.Name)
+	case !versionRE.MatchString(o.Version):
+		return nil, fmt.Errorf("mcptasks version %q is not a semantic version such as v0.2.0", o.Version)
+	case !goRE.MatchString(o.GoVersion):
+		return nil, fmt.Errorf("go version %q must have a patch version, such as 1.26.0", o.GoVersion)
+	}
+	type out struct {
+		rel  string
+		data []byte
+	}
+	var outs []out
+	err := fs.WalkDir(files, "template", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		src, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimSuffix(strings.TrimPrefix(p, "template/"), ".tmpl")
+		rel = strings.ReplaceAll(rel, "__NAME__", o.Name)
+		if rel == "gitignore" {
+			rel = ".gitignore" // go:embed skips dot files unless all:, and module zips drop them
+		}
+		t, err := template.New(rel).Delims("[[", "]]").Option("missingkey=error").Parse(string(src))
+		if err != nil {
+			return fmt.Errorf("template %s: %w", p, err)
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, o); err != nil {
+			return fmt.Errorf("template %s: %w", p, err)
+		}
+		outs = append(outs, out{rel, b.Bytes()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var exist []string
+	for _, f := range outs {
+		if _, err := os.Lstat(filepath.Join(o.Dir, filepath.FromSlash(f.rel))); err == nil {
+			exist = append(exist, f.rel)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if len(exist) > 0 {
+		return nil, fmt.Errorf("%w in %s, not overwriting: %s", ErrExists, o.Dir, strings.Join(exist, ", "))
+	}
+	var wrote []string
+	for _, f := range outs {
+		dst := filepath.Join(o.Dir, filepath.FromSlash(f.rel))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return wrote, err
+		}
+		// O_EXCL: a file that appeared since the check is not overwritten.
+		w, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return wrote, err
+		}
+		_, err = w.Write(f.data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return wrote, err
+		}
+		wrote = append(wrote, f.rel)
+	}
+	return wrote, nil
+}

@@ -1,0 +1,330 @@
+// Package local serves a [tasks.App] from a plain process: the MCP endpoint
+// on net/http, worker goroutines consuming the Redis queue, and the
+// sweeper, on a real Redis (REDIS_URL) or, by default, an embedded
+// in-process one, so that a newcomer needs nothing installed but Go.
+//
+// A user's cmd/NAME/main.go is one line:
+//
+//	func main() { local.Main(tools.App) }
+//
+// which gives the whole command line:
+//
+//	NAME [serve] [--addr 127.0.0.1:8080] [--no-worker]   MCP endpoint (+ workers + sweeper)
+//	NAME worker                                          workers + sweeper only (needs REDIS_URL)
+//	NAME token --sub alice [--scope s] [--ttl 1h]        mint a development HS256 token
+//	NAME help                                            usage
+//
+// With several apps, --app (or MCPTASKS_APP) selects one by name.
+// Configuration comes from environment variables (see package bundle).
+package local
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/auth"
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+)
+
+// DefaultAddr is where serve listens unless --addr or MCPTASKS_ADDR says
+// otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Server timeouts of serve. A request must arrive whole within
+// readTimeout; an answer may take as long as an inline run (the
+// configured MCPTASKS_MAX_DURATION) plus writeSlack.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeSlack        = 15 * time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 10 * time.Second
+)
+
+// Command is an extra subcommand of a [Program].
+type Command struct {
+	// Name is the word that selects the command.
+	Name string
+	// Summary is its one-line description in the usage.
+	Summary string
+	// Run runs it with the arguments after its name, writing its output to
+	// stdout. A [flag.ErrHelp] from Run exits 0; another error exits 1, or
+	// 2 when it wraps [ErrUsage].
+	Run func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+// ErrUsage marks an error in the command line (exit status 2).
+var ErrUsage = errors.New("usage")
+
+// Program is a command line serving apps. [Main] is a Program with the
+// defaults; set the fields to add commands or redirect its output.
+type Program struct {
+	// Name is the program's name in its usage (default: the base name of
+	// os.Args[0]).
+	Name string
+	// Apps are the apps it can serve; --app or MCPTASKS_APP selects one by
+	// name (default: the first).
+	Apps []*tasks.App
+	// Commands are extra subcommands, listed after the built-in ones.
+	Commands []Command
+	// Stdout and Stderr default to os.Stdout and os.Stderr; logs go to
+	// Stderr.
+	Stdout, Stderr io.Writer
+	// Getenv reads the configuration (default os.Getenv).
+	Getenv func(string) string
+}
+
+// Main runs the command line of os.Args over apps and exits: 0 on success
+// (and for --help), 1 when the command failed, 2 for a bad command line.
+func Main(apps ...*tasks.App) {
+	(&Program{Apps: apps}).Main()
+}
+
+// Main runs p over os.Args until SIGINT or SIGTERM, and exits with the
+// status [Main] documents.
+func (p *Program) Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := p.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(p.exitCode(err))
+}
+
+func (p *Program) exitCode(err error) int {
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(p.stderr(), "%s: %v\nRun '%s help' for usage.\n", p.name(), err, p.name())
+		return 2
+	default:
+		fmt.Fprintf(p.stderr(), "%s: %v\n", p.name(), err)
+		return 1
+	}
+}
+
+func (p *Program) name() string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return filepath.Base(os.Args[0])
+}
+
+func (p *Program) stdout() io.Writer {
+	if p.Stdout != nil {
+		return p.Stdout
+	}
+	return os.Stdout
+}
+
+func (p *Program) stderr() io.Writer {
+	if p.Stderr != nil {
+		return p.Stderr
+	}
+	return os.Stderr
+}
+
+func (p *Program) getenv(k string) string {
+	if p.Getenv != nil {
+		return p.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// Run runs the command line args (without the program name) until ctx
+// ends. It returns [flag.ErrHelp] after printing the usage on request.
+func (p *Program) Run(ctx context.Context, args []string) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "worker":
+		return p.serve(ctx, cmd, args)
+	case "token":
+		return p.token(args)
+	case "help":
+		p.usage(p.stdout())
+		return flag.ErrHelp
+	}
+	for _, c := range p.Commands {
+		if c.Name == cmd {
+			return c.Run(ctx, args, p.stdout())
+		}
+	}
+	return fmt.Errorf("%w: unknown command %q", ErrUsage, cmd)
+}
+
+// usage prints the commands and the flags of serve.
+func (p *Program) usage(w io.Writer) {
+	n := p.name()
+	fmt.Fprintf(w, "%s serves MCP tools with durable tasks (io.modelcontextprotocol/tasks).\n\nUsage:\n  %s [command] [flags]\n\nCommands:\n", n, n)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  serve\tserve the MCP endpoint at http://ADDR/mcp with workers and the sweeper (the default command)\n")
+	fmt.Fprintf(tw, "  worker\trun workers and the sweeper only, for `serve --no-worker` processes (needs REDIS_URL)\n")
+	fmt.Fprintf(tw, "  token\tmint a development HS256 token from MCPTASKS_AUTH_HS256_SECRET, _ISSUER and _AUDIENCE\n")
+	for _, c := range p.Commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintf(tw, "  help\tshow this help\n")
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nFlags of serve and worker:\n")
+	fs, _, _, _ := p.serveFlags("serve")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\nRun '%s token -h' for the flags of token. Configuration comes from environment\n"+
+		"variables (REDIS_URL, MCPTASKS_*); without REDIS_URL an embedded in-process Redis is used.\n", n)
+}
+
+// serveFlags returns the flag set of serve and worker.
+func (p *Program) serveFlags(cmd string) (fs *flag.FlagSet, addr *string, noWorker *bool, app *string) {
+	fs = flag.NewFlagSet(p.name()+" "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	def := p.getenv("MCPTASKS_ADDR")
+	if def == "" {
+		def = DefaultAddr
+	}
+	addr = fs.String("addr", def, "listen address of the MCP endpoint (env MCPTASKS_ADDR)")
+	noWorker = fs.Bool("no-worker", false, "serve the MCP endpoint only; run the workers with the worker command (needs REDIS_URL)")
+	app = new(string)
+	if len(p.Apps) > 1 {
+		fs.StringVar(app, "app", p.getenv("MCPTASKS_APP"), "which app to serve: "+bundle.AppNames(p.Apps)+" (env MCPTASKS_APP; default "+p.Apps[0].Implementation().Name+")")
+	}
+	return fs, addr, noWorker, app
+}
+
+func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
+	fs, addr, noWorker, appName := p.serveFlags(cmd)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			p.usage(p.stdout())
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	cfg, err := bundle.FromEnv(p.getenv)
+	if err != nil {
+		return err
+	}
+	if *appName != "" {
+		cfg.App = *appName
+	}
+	app, err := bundle.Select(p.Apps, cfg.App)
+	if err != nil {
+		return fmt.Errorf("%w: --app: %v", ErrUsage, err)
+	}
+	if cfg.Queue != bundle.QueueRedis {
+		return fmt.Errorf("MCPTASKS_QUEUE=%s: the local server consumes the Redis queue (sqs is served by pkg/platform/awslambda, qstash by pkg/platform/vercel)", cfg.Queue)
+	}
+	serveHTTP, workers := cmd == "serve", cmd == "worker" || !*noWorker
+	if cfg.RedisURL == "" && (!serveHTTP || !workers) {
+		return errors.New("the worker command and serve --no-worker need REDIS_URL: the embedded Redis lives inside one process")
+	}
+	log := slog.New(slog.NewTextHandler(p.stderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
+	b, err := bundle.New(ctx, cfg, log, app, bundle.WithEmbeddedRedis(startEmbedded))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return run(ctx, b, log, *addr, serveHTTP, workers)
+}
+
+func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
+
+// run serves b until ctx ends or the HTTP server fails, then stops the
+// server, the workers and the sweeper, and returns only when all of them
+// have returned (so the caller may close the bundle under nobody).
+func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, serveHTTP, workers bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the workers have stopped before Close
+	if workers {
+		wg.Go(func() { b.RunWorkers(ctx, b.Config.Workers) })
+		wg.Go(func() { b.RunSweeper(ctx, b.Config.SweepEvery) })
+	}
+	if !serveHTTP {
+		log.Info("mcptasks worker running", "app", b.App.Implementation().Name, "workers", b.Config.Workers)
+		<-ctx.Done()
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           b.Handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      b.Config.MaxDuration + writeSlack,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("mcptasks listening", "url", "http://"+ln.Addr().String()+"/mcp", "app", b.App.Implementation().Name, "workers", workers)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shut, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancelShut()
+	if err := srv.Shutdown(shut); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// token mints a development HS256 token from MCPTASKS_AUTH_HS256_SECRET,
+// MCPTASKS_AUTH_ISSUER and MCPTASKS_AUTH_AUDIENCE.
+func (p *Program) token(args []string) error {
+	fs := flag.NewFlagSet(p.name()+" token", flag.ContinueOnError)
+	fs.SetOutput(p.stdout())
+	sub := fs.String("sub", "", "subject (the user) of the token; required")
+	scopes := fs.String("scope", "", "space- or comma-separated scopes")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s token --sub SUBJECT [--scope S] [--ttl 1h]\n\nMints a development HS256 token from %s, %s and %s.\n\n",
+			p.name(), auth.EnvHS256Secret, auth.EnvIssuer, auth.EnvAudience)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	secret, iss, aud := p.getenv(auth.EnvHS256Secret), p.getenv(auth.EnvIssuer), p.getenv(auth.EnvAudience)
+	if *sub == "" {
+		return fmt.Errorf("%w: token needs --sub", ErrUsage)
+	}
+	if secret == "" || iss == "" || aud == "" {
+		return fmt.Errorf("token needs %s, %s and %s", auth.EnvHS256Secret, auth.EnvIssuer, auth.EnvAudience)
+	}
+	tok, err := auth.MintDevToken([]byte(secret), iss, aud, *sub, *ttl, strings.Fields(strings.ReplaceAll(*scopes, ",", " ")))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(p.stdout(), tok)
+	return err
+}
