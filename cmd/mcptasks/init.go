@@ -55,15 +55,15 @@ func runInit(_ context.Context, args []string, stdout io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: init: %v", local.ErrUsage, err)
+		return local.Usagef("init: %v", err)
 	}
 	if dir == "" && fs.NArg() > 0 {
 		dir = fs.Arg(0)
 	} else if fs.NArg() > 0 {
-		return fmt.Errorf("%w: init: unexpected argument %q", local.ErrUsage, fs.Arg(0))
+		return local.Usagef("init: unexpected argument %q", fs.Arg(0))
 	}
 	if dir == "" || *module == "" {
-		return fmt.Errorf("%w: init needs DIR and --module PATH", local.ErrUsage)
+		return local.Usagef("init needs DIR and --module PATH")
 	}
 	version, checkout := ownVersion()
 	if *replace != "" {

@@ -65,12 +65,22 @@ type Command struct {
 	Summary string
 	// Run runs it with the arguments after its name, writing its output to
 	// stdout. A [flag.ErrHelp] from Run exits 0; another error exits 1, or
-	// 2 when it wraps [ErrUsage].
+	// 2 when it matches [ErrUsage] (see [Usagef]).
 	Run func(ctx context.Context, args []string, stdout io.Writer) error
 }
 
-// ErrUsage marks an error in the command line (exit status 2).
+// ErrUsage marks an error in the command line (exit status 2); errors
+// made by [Usagef] match it with errors.Is.
 var ErrUsage = errors.New("usage")
+
+// Usagef returns an error in the command line: its message is the
+// formatted text alone, and it matches [ErrUsage].
+func Usagef(format string, args ...any) error { return usageError(fmt.Sprintf(format, args...)) }
+
+type usageError string
+
+func (e usageError) Error() string        { return string(e) }
+func (e usageError) Is(target error) bool { return target == ErrUsage }
 
 // Program is a command line serving apps. [Main] is a Program with the
 // defaults; set the fields to add commands or redirect its output.
@@ -167,7 +177,7 @@ func (p *Program) Run(ctx context.Context, args []string) error {
 			return c.Run(ctx, args, p.stdout())
 		}
 	}
-	return fmt.Errorf("%w: unknown command %q", ErrUsage, cmd)
+	return Usagef("unknown command %q", cmd)
 }
 
 // usage prints the commands and the flags of serve.
@@ -215,10 +225,10 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 			p.usage(p.stdout())
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return Usagef("%v", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+		return Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := bundle.FromEnv(p.getenv)
 	if err != nil {
@@ -229,7 +239,7 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 	}
 	app, err := bundle.Select(p.Apps, cfg.App)
 	if err != nil {
-		return fmt.Errorf("%w: --app: %v", ErrUsage, err)
+		return Usagef("--app: %v", err)
 	}
 	if cfg.Queue != bundle.QueueRedis {
 		return fmt.Errorf("MCPTASKS_QUEUE=%s: the local server consumes the Redis queue (sqs is served by pkg/platform/awslambda, qstash by pkg/platform/vercel)", cfg.Queue)
@@ -312,11 +322,11 @@ func (p *Program) token(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return Usagef("%v", err)
 	}
 	secret, iss, aud := p.getenv(auth.EnvHS256Secret), p.getenv(auth.EnvIssuer), p.getenv(auth.EnvAudience)
 	if *sub == "" {
-		return fmt.Errorf("%w: token needs --sub", ErrUsage)
+		return Usagef("token needs --sub")
 	}
 	if secret == "" || iss == "" || aud == "" {
 		return fmt.Errorf("token needs %s, %s and %s", auth.EnvHS256Secret, auth.EnvIssuer, auth.EnvAudience)
