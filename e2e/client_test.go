@@ -470,6 +470,22 @@ func clientScenarios(t *testing.T, ex, conf *clientServer) {
 		}
 	})
 
+	t.Run("Mcp-Param headers", func(t *testing.T) {
+		t.Parallel()
+		c, wire := newTaskClient(conf)
+		res, err := c.Call(context.Background(), "test_x_mcp_header", map[string]any{"region": "eu-west-1", "level": 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(t, res); got != "region=eu-west-1 level=2" {
+			t.Errorf("result %q", got)
+		}
+		calls := wire.of("tools/call")
+		if got := calls[len(calls)-1].header.Get("Mcp-Param-Region"); got != "eu-west-1" {
+			t.Errorf("Mcp-Param-Region %q", got)
+		}
+	})
+
 	t.Run("MRTR round before the task", func(t *testing.T) {
 		t.Parallel()
 		c, wire := newTaskClient(conf)

@@ -173,11 +173,21 @@ func (c *Client) start(ctx, reqCtx context.Context, tool string, args any, cfg *
 		args = map[string]any{}
 	}
 	params := map[string]any{"name": tool, "arguments": args}
+	var headers map[string]string
 	for round := 1; ; round++ {
 		var raw json.RawMessage
 		// A tools/call is retried only when the server cannot have acted
 		// on it: a retry must never start a second task.
-		if err := c.do(reqCtx, call{method: "tools/call", name: tool, params: params, elicit: cfg.input != nil}, false, &raw); err != nil {
+		err := c.do(reqCtx, call{method: "tools/call", name: tool, params: params, header: headers, elicit: cfg.input != nil}, false, &raw)
+		if err != nil && headers == nil && isHeaderMismatch(err) {
+			// The tool may mirror arguments into Mcp-Param-* headers
+			// (SEP-2243): learn which from tools/list and call again.
+			if h := c.toolParamHeaders(reqCtx, tool, args); len(h) > 0 {
+				headers = h
+				err = c.do(reqCtx, call{method: "tools/call", name: tool, params: params, header: headers, elicit: cfg.input != nil}, false, &raw)
+			}
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 		var head struct {
@@ -225,6 +235,34 @@ func (c *Client) start(ctx, reqCtx context.Context, tool string, args any, cfg *
 			return nil, &r, nil
 		}
 	}
+}
+
+// isHeaderMismatch reports whether err is the server's -32020: a header
+// is missing or does not match the body.
+func isHeaderMismatch(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc) && rpc.Code == mcp.CodeHeaderMismatch
+}
+
+// toolParamHeaders returns the Mcp-Param-* headers a call of tool with
+// args needs, according to the tool's input schema in tools/list (none if
+// the tool cannot be found or read).
+func (c *Client) toolParamHeaders(ctx context.Context, tool string, args any) map[string]string {
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		c.log.DebugContext(ctx, "tools/list for Mcp-Param headers", "err", err)
+		return nil
+	}
+	for _, t := range tools {
+		if t.Name == tool {
+			h, err := paramHeaders(t, args)
+			if err != nil {
+				c.log.DebugContext(ctx, "Mcp-Param headers", "tool", tool, "err", err)
+			}
+			return h
+		}
+	}
+	return nil
 }
 
 // answerRound answers every input request of an MRTR round (all of them are

@@ -772,3 +772,88 @@ func TestHTTPErrorsAreNotRetried(t *testing.T) {
 		t.Errorf("%d requests", n)
 	}
 }
+
+// TestParamHeaders: a tools/call refused with -32020 because the tool
+// mirrors arguments into Mcp-Param-* headers (SEP-2243) is sent again with
+// the headers its input schema in tools/list asks for, values encoded as
+// the SEP says.
+func TestParamHeaders(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+		"level":  map[string]any{"type": "integer", "x-mcp-header": "Level"},
+		"opts": map[string]any{"type": "object", "properties": map[string]any{
+			"dry": map[string]any{"type": "boolean", "x-mcp-header": "Dry"},
+		}},
+		"note": map[string]any{"type": "string"},
+	}}
+	srv := faketasks.New(map[string]faketasks.Tool{"deploy": {InputSchema: schema, Sync: text("ok")}},
+		&faketasks.Options{Fault: func(r faketasks.Request) *faketasks.Fault {
+			if r.Method == "tools/call" && r.Header.Get("Mcp-Param-Region") == "" {
+				return &faketasks.Fault{Status: 400, RPCError: &jsonrpc.Error{Code: -32020, Message: "header mismatch: missing Mcp-Param-Region header"}}
+			}
+			return nil
+		}})
+	defer srv.Close()
+	c, _ := newClient(srv)
+	res, err := c.Call(context.Background(), "deploy", map[string]any{
+		"region": "  zürich", "level": 3, "opts": map[string]any{"dry": true}, "note": "x"})
+	if err != nil || textOf(t, res) != "ok" {
+		t.Fatalf("%v %v", res, err)
+	}
+	calls := srv.Requests("tools/call")
+	if len(calls) != 2 || len(srv.Requests("tools/list")) != 1 {
+		t.Fatalf("%d tools/call, %d tools/list", len(calls), len(srv.Requests("tools/list")))
+	}
+	h := calls[1].Header
+	for k, want := range map[string]string{
+		"Mcp-Param-Region": "=?base64?ICB6w7xyaWNo?=", "Mcp-Param-Level": "3", "Mcp-Param-Dry": "true", "Mcp-Param-Note": "",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	// A -32020 for a tool without annotations is returned as it is.
+	srv2 := faketasks.New(map[string]faketasks.Tool{"plain": {Sync: text("ok")}},
+		&faketasks.Options{Fault: func(r faketasks.Request) *faketasks.Fault {
+			if r.Method == "tools/call" {
+				return &faketasks.Fault{Status: 400, RPCError: &jsonrpc.Error{Code: -32020, Message: "header mismatch"}}
+			}
+			return nil
+		}})
+	defer srv2.Close()
+	c2, _ := newClient(srv2)
+	if _, err := c2.Call(context.Background(), "plain", nil); !isHeaderMismatch(err) || len(srv2.Requests("tools/call")) != 1 {
+		t.Errorf("err %v after %d calls", err, len(srv2.Requests("tools/call")))
+	}
+}
+
+// TestHeaderValueEncoding: SEP-2243 header forms of primitive values.
+func TestHeaderValueEncoding(t *testing.T) {
+	for in, want := range map[string]string{
+		`"plain"`: "plain", `"é"`: "=?base64?w6k=?=", `" pad"`: "=?base64?IHBhZA==?=", `"=?base64?x?="`: "=?base64?PT9iYXNlNjQ/eD89?=",
+		`42`: "42", `-7`: "-7", `true`: "true", `false`: "false", `""`: "",
+	} {
+		if got, ok := headerValue(json.RawMessage(in)); !ok || got != want {
+			t.Errorf("headerValue(%s) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{`1.5`, `{"a":1}`, `[1]`, `9007199254740993`} {
+		if got, ok := headerValue(json.RawMessage(in)); ok {
+			t.Errorf("headerValue(%s) = %q, want none", in, got)
+		}
+	}
+}
+
+// TestBadNameIsNotRetried: a tool name that cannot go into a header is an
+// error at once, not a transient failure.
+func TestBadNameIsNotRetried(t *testing.T) {
+	srv := faketasks.New(nil, nil)
+	defer srv.Close()
+	c, _ := newClient(srv)
+	if _, err := c.Call(context.Background(), "bad\nname", nil); err == nil || !strings.Contains(err.Error(), "Mcp-Name") {
+		t.Fatalf("err %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}

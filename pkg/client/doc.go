@@ -36,8 +36,12 @@
 // the 2026-07-28 transport requires (Mcp-Protocol-Version, Mcp-Method, and
 // Mcp-Name: the tool's name for tools/call, the taskId for tasks/*), and with
 // the protocol version, client info and client capabilities in the request's
-// _meta; the capabilities declare the tasks extension on every request. The
-// answer may be a JSON body or a text/event-stream; both are read.
+// _meta; the capabilities declare the tasks extension on every request. A
+// tool whose input schema mirrors arguments into Mcp-Param-* headers
+// (SEP-2243) gets them: when the server refuses a tools/call with -32020,
+// the client reads the tool's schema from tools/list and calls again with
+// the headers. The answer may be a JSON body or a text/event-stream; both
+// are read.
 //
 // # Failures and cancellation
 //

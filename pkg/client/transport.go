@@ -50,6 +50,8 @@ type call struct {
 	// methods without one.
 	name   string
 	params map[string]any
+	// header holds extra headers (Mcp-Param-*).
+	header map[string]string
 	// elicit declares the elicitation capability (the caller can answer
 	// input requests).
 	elicit bool
@@ -116,6 +118,9 @@ func (c *Client) do(ctx context.Context, cl call, idempotent bool, out any) erro
 
 // once sends cl once, under the client's request deadline.
 func (c *Client) once(ctx context.Context, cl call) (json.RawMessage, error) {
+	if !validHeaderValue(cl.name) {
+		return nil, fmt.Errorf("%s: %q cannot be sent in the Mcp-Name header", cl.method, cl.name)
+	}
 	id := c.nextID.Add(1)
 	body, err := c.envelope(id, cl)
 	if err != nil {
@@ -136,6 +141,9 @@ func (c *Client) once(ctx context.Context, cl call) (json.RawMessage, error) {
 			return nil, fmt.Errorf("%s: getting the bearer token: %w", cl.method, err)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for k, v := range cl.header {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

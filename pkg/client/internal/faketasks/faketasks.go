@@ -24,6 +24,8 @@ import (
 
 // Tool is a tool of the fake server.
 type Tool struct {
+	// InputSchema is listed by tools/list (default {"type":"object"}).
+	InputSchema any
 	// Sync, when set, answers tools/call at once.
 	Sync *mcp.CallToolResult
 	// Before are MRTR input requests: the first tools/call answers
@@ -329,7 +331,11 @@ func (s *Server) list(req rpcRequest) (any, *jsonrpc.Error) {
 	}
 	tools := []map[string]any{}
 	for _, n := range names[start:end] {
-		tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+		schema := s.tools[n].InputSchema
+		if schema == nil {
+			schema = map[string]any{"type": "object"}
+		}
+		tools = append(tools, map[string]any{"name": n, "inputSchema": schema})
 	}
 	res := map[string]any{"resultType": "complete", "tools": tools}
 	if end < len(names) {
