@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -546,4 +548,114 @@ func TestClientWorkerKilled(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no result 60s after the kill:\n%s", s.logs())
 	}
+}
+
+// forwarder is a TCP relay in front of the endpoint, so that a restarted
+// server process (on a new port) stays at the client's URL; with no
+// backend it drops every connection, as a server that is down does.
+type forwarder struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	backend string
+}
+
+func startForwarder(t *testing.T) *forwarder {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &forwarder{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			backend := f.backend
+			f.mu.Unlock()
+			up, err := net.Dial("tcp", backend)
+			if backend == "" || err != nil {
+				conn.Close()
+				continue
+			}
+			go func() {
+				_, _ = io.Copy(up, conn)
+				up.Close()
+			}()
+			go func() {
+				_, _ = io.Copy(conn, up)
+				conn.Close()
+			}()
+		}
+	}()
+	return f
+}
+
+func (f *forwarder) route(addr string) {
+	f.mu.Lock()
+	f.backend = addr
+	f.mu.Unlock()
+}
+
+// TestClientAPIRestart kills the endpoint process (SIGKILL) while the
+// client polls a task on the split shape, and starts another a second
+// later: the client retries through the outage (its log shows the retries)
+// and gets the result, which the worker process computed meanwhile.
+func TestClientAPIRestart(t *testing.T) {
+	t.Parallel()
+	s := startClientServer(t, "split", "examples")
+	fwd := startForwarder(t)
+	fwd.route(s.api.addr)
+	var logBuf lockedBuffer
+	c := client.New("http://"+fwd.ln.Addr().String()+"/mcp",
+		client.WithLogger(slog.New(slog.NewTextHandler(&logBuf, nil))),
+		client.WithRetry(client.RetryPolicy{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond, GiveUpAfter: 30 * time.Second}))
+	created := make(chan struct{})
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var once sync.Once
+		res, err := c.Call(context.Background(), "slow_compute", map[string]any{"seconds": 2, "label": "outage"},
+			client.OnStatus(func(client.Task) { once.Do(func() { close(created) }) }))
+		done <- outcome{res, err}
+	}()
+	<-created
+	fwd.route("")
+	s.api.Kill()
+	time.Sleep(time.Second)
+	api := start(t, s.env, "serve", "--no-worker", "--app", s.app)
+	fwd.route(api.addr)
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("call: %v\n%s", o.err, s.logs())
+	}
+	if got := resultText(t, o.res); !strings.HasPrefix(got, `computed "outage" in 2s`) {
+		t.Errorf("result %q", got)
+	}
+	if !strings.Contains(logBuf.String(), "retrying") {
+		t.Errorf("the client never retried:\n%s", logBuf.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -111,7 +111,9 @@ func CancelWait(d time.Duration) CallOption {
 // waiting at once and returns a [*TaskError] wrapping [ErrDetached], without
 // cancelling the task (or without waiting any longer for the outcome of a
 // cancellation already sent). An interactive program cancels the call's
-// context on a first interrupt and detach on a second.
+// context on a first interrupt and detach on a second. To bound a wait
+// without cancelling the task, put the deadline on detach, not on the
+// call's context.
 func Detach(detach context.Context) CallOption {
 	return func(c *callConfig) { c.detach = detach }
 }

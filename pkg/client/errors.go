@@ -43,16 +43,20 @@ type TaskError struct {
 	Err  error
 }
 
+// Error says which task ended how: "task ID failed: message (code N)" for a
+// failed task, "task ID (status): cause" otherwise.
 func (e *TaskError) Error() string {
-	id, status := "", Status("")
-	if e.Task != nil {
-		id, status = e.Task.ID, e.Task.Status
+	if e.Task == nil {
+		return fmt.Sprintf("task: %v", e.Err)
 	}
 	var rpc *jsonrpc.Error
-	if status == StatusFailed && errors.As(e.Err, &rpc) {
-		return fmt.Sprintf("task %s failed: %s (code %d)", id, rpc.Message, rpc.Code)
+	switch {
+	case e.Task.Status == StatusFailed && errors.As(e.Err, &rpc):
+		return fmt.Sprintf("task %s failed: %s (code %d)", e.Task.ID, rpc.Message, rpc.Code)
+	case e.Task.Status == "":
+		return fmt.Sprintf("task %s: %v", e.Task.ID, e.Err)
 	}
-	return fmt.Sprintf("task %s (%s): %v", id, status, e.Err)
+	return fmt.Sprintf("task %s (%s): %v", e.Task.ID, e.Task.Status, e.Err)
 }
 
 // Unwrap returns Err.

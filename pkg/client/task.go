@@ -33,11 +33,15 @@ func (s Status) Terminal() bool {
 // it.
 type Task struct {
 	// ID is the taskId.
-	ID            string
-	Status        Status
+	ID string
+	// Status is where the task stands; see the Status constants.
+	Status Status
+	// StatusMessage is the server's human-readable note on the status
+	// (such as "processing part 2 of 5"); it may be empty.
 	StatusMessage string
-	CreatedAt     time.Time
-	LastUpdatedAt time.Time
+	// CreatedAt and LastUpdatedAt are the server's timestamps (zero if it
+	// sent none that parse).
+	CreatedAt, LastUpdatedAt time.Time
 	// TTL is how long the server keeps the task from its creation; zero
 	// when the server set no limit.
 	TTL time.Duration

@@ -28,6 +28,7 @@ const (
 // HTTPError is an HTTP answer without a JSON-RPC response in it, such as a
 // 502 from a proxy or a 401 from an authorization layer.
 type HTTPError struct {
+	// StatusCode is the HTTP status, such as 401 or 502.
 	StatusCode int
 	// Body is the start of the answer's body, for the message.
 	Body string
@@ -35,6 +36,7 @@ type HTTPError struct {
 	Header http.Header
 }
 
+// Error describes the answer: its status and the start of its body.
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if b := strings.TrimSpace(e.Body); b != "" {
