@@ -526,7 +526,12 @@ func TestClientWorkerKilled(t *testing.T) {
 			client.OnStatus(func(tk client.Task) { once.Do(func() { ids <- tk.ID }) }))
 		done <- outcome{res, err}
 	}()
-	id := <-ids
+	var id string
+	select {
+	case id = <-ids:
+	case o := <-done:
+		t.Fatalf("the call ended before its task was created: %v", o.err)
+	}
 	w1 := s.workers[0]
 	deadline := time.Now().Add(30 * time.Second)
 	for stepRuns(id, w1.Log())["part-2"] == 0 {
@@ -624,7 +629,11 @@ func TestClientAPIRestart(t *testing.T) {
 			client.OnStatus(func(client.Task) { once.Do(func() { close(created) }) }))
 		done <- outcome{res, err}
 	}()
-	<-created
+	select {
+	case <-created:
+	case o := <-done:
+		t.Fatalf("the call ended before its task was created: %v", o.err)
+	}
 	fwd.route("")
 	s.api.Kill()
 	time.Sleep(time.Second)
