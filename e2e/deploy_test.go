@@ -81,9 +81,9 @@ func cfnValue(t *testing.T, n *yaml.Node) any {
 	return v
 }
 
-func loadTemplate(t *testing.T) map[string]any {
+func loadTemplate(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	raw, err := os.ReadFile(filepath.Join(dir, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,13 @@ func asInt(t *testing.T, what string, v any) int {
 // bundle reads.
 func TestSAMTemplate(t *testing.T) {
 	t.Parallel()
-	tpl := loadTemplate(t)
+	checkSAMTemplate(t, root)
+}
+
+// checkSAMTemplate checks the template.yaml in dir (see TestSAMTemplate).
+func checkSAMTemplate(t *testing.T, dir string) {
+	t.Helper()
+	tpl := loadTemplate(t, dir)
 	if got := at(tpl, "Transform"); got != "AWS::Serverless-2016-10-31" {
 		t.Errorf("Transform = %v", got)
 	}
@@ -146,7 +152,7 @@ func TestSAMTemplate(t *testing.T) {
 		return at(globals, name)
 	}
 
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	makefile, err := os.ReadFile(filepath.Join(dir, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +177,15 @@ func TestSAMTemplate(t *testing.T) {
 		if got := at(r, "Metadata", "BuildMethod"); got != "makefile" {
 			t.Errorf("%s: Metadata.BuildMethod = %v, want makefile", name, got)
 		}
-		target := regexp.MustCompile(`(?m)^build-` + name + `:\s*\n\tscripts/build-lambda (\S+) "\$\(ARTIFACTS_DIR\)"`)
+		// This repository's Makefile calls scripts/build-lambda; a
+		// generated module's runs go build through $(GOBUILD).
+		target := regexp.MustCompile(`(?m)^build-` + name + `:\s*\n\t(?:scripts/build-lambda (\S+) "\$\(ARTIFACTS_DIR\)"|\$\(GOBUILD\) -o "\$\(ARTIFACTS_DIR\)/bootstrap" (\S+))$`)
 		if m := target.FindSubmatch(makefile); m == nil {
-			t.Errorf("Makefile has no build-%s target running scripts/build-lambda into $(ARTIFACTS_DIR)", name)
-		} else if _, err := os.Stat(filepath.Join(root, string(m[1]), "main.go")); err != nil {
-			t.Errorf("build-%s builds %s, which has no main.go", name, m[1])
+			t.Errorf("Makefile has no build-%s target building into $(ARTIFACTS_DIR)", name)
+		} else if pkg := string(m[1]) + string(m[2]); pkg == "" {
+			t.Errorf("build-%s builds no package", name)
+		} else if _, err := os.Stat(filepath.Join(dir, pkg, "main.go")); err != nil {
+			t.Errorf("build-%s builds %s, which has no main.go", name, pkg)
 		}
 	}
 	slices.Sort(functions)
@@ -296,7 +306,14 @@ func TestSAMTemplate(t *testing.T) {
 // step budget.
 func TestVercelConfig(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join(root, "vercel.json"))
+	checkVercelConfig(t, root)
+}
+
+// checkVercelConfig checks the vercel.json in dir against dir's api/ tree
+// (see TestVercelConfig).
+func checkVercelConfig(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "vercel.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +328,7 @@ func TestVercelConfig(t *testing.T) {
 	if err := dec.Decode(&cfg); err != nil {
 		t.Fatalf("vercel.json: %v", err)
 	}
-	entries := apiEntrypoints(t)
+	entries := apiEntrypoints(t, dir)
 	routes := map[string]bool{} // /api/<dir> of each function
 	for _, e := range entries {
 		routes["/"+strings.TrimSuffix(filepath.ToSlash(filepath.Dir(e)), "/")] = true
@@ -355,10 +372,10 @@ func TestVercelConfig(t *testing.T) {
 
 // apiEntrypoints lists the .go files under api/ that Vercel builds
 // (relative paths such as api/mcp/index.go; tests and testdata excluded).
-func apiEntrypoints(t *testing.T) []string {
+func apiEntrypoints(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	err := filepath.WalkDir(filepath.Join(root, "api"), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(dir, "api"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -366,7 +383,7 @@ func apiEntrypoints(t *testing.T) []string {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
-			rel, _ := filepath.Rel(root, p)
+			rel, _ := filepath.Rel(dir, p)
 			out = append(out, filepath.ToSlash(rel))
 		}
 		return nil
@@ -391,7 +408,14 @@ func apiEntrypoints(t *testing.T) []string {
 // path, from which internal/ is not importable).
 func TestVercelGoRuntimeRules(t *testing.T) {
 	t.Parallel()
-	modRaw, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	checkVercelGoRuntimeRules(t, root)
+}
+
+// checkVercelGoRuntimeRules checks the module in dir (see
+// TestVercelGoRuntimeRules).
+func checkVercelGoRuntimeRules(t *testing.T, dir string) {
+	t.Helper()
+	modRaw, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +426,8 @@ func TestVercelGoRuntimeRules(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^go \d+\.\d+\.\d+$`).Match(modRaw) {
 		t.Error("go.mod's go line must have a patch version (go 1.26.0): Vercel's builder downloads exactly that Go")
 	}
-	for _, e := range apiEntrypoints(t) {
-		for _, msg := range vercelRuleViolations(t, filepath.Join(root, e), string(module[1])) {
+	for _, e := range apiEntrypoints(t, dir) {
+		for _, msg := range vercelRuleViolations(t, filepath.Join(dir, e), string(module[1])) {
 			t.Errorf("%s: %s", e, msg)
 		}
 	}

@@ -80,13 +80,20 @@ func freeAddr(t *testing.T) string {
 // serving process it waits until /healthz answers.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, binPath, env, args...)
+}
+
+// startBinary is start for another binary with mcptasks' command line (a
+// generated module's server).
+func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	serving := len(args) == 0 || args[0] == "serve"
 	if serving {
 		p.addr = freeAddr(t)
 		args = append(args, "--addr", p.addr)
 	}
-	p.cmd = exec.Command(binPath, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Env = append(p.cmd.Env, "MCPTASKS_LOG_LEVEL=DEBUG")
 	stderr, err := p.cmd.StderrPipe()

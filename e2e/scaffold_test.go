@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestInitModule does what a user does with `mcptasks init`: scaffold a
+// module outside this repository (pointed at this checkout with a replace
+// directive), then in it: go mod tidy, go vet, its own tests, the Vercel
+// entry-point rules and vercel.json, the SAM template, the three Lambda
+// bootstraps built by the Makefile as `sam build` runs it (linux/arm64,
+// -tags lambda.norpc), and its local server started as a process, its tool
+// driven over HTTP through input_required to completed.
+func TestInitModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module from scratch")
+	}
+	t.Parallel()
+	checkout, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "transcode")
+	out := runIn(t, "", binPath, "init", dir, "--module", "example.com/transcode", "--replace", checkout)
+	for _, f := range []string{"go.mod", "README.md", "Makefile", "vercel.json", "template.yaml", ".gitignore",
+		"tools/tools.go", "tools/tools_test.go", "api/mcp/index.go", "api/worker/index.go", "api/cron/index.go",
+		"cmd/transcode/main.go", "cmd/lambda/mcp/main.go", "cmd/lambda/worker/main.go", "cmd/lambda/sweep/main.go"} {
+		if !strings.Contains(out, filepath.Join(dir, f)+"\n") {
+			t.Errorf("init did not report %s:\n%s", f, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("init did not write %s: %v", f, err)
+		}
+	}
+
+	// It never overwrites: a second init fails, naming the files, and
+	// changes nothing.
+	before, _ := os.ReadFile(filepath.Join(dir, "tools/tools.go"))
+	cmd := exec.Command(binPath, "init", dir, "--module", "example.com/other", "--replace", checkout)
+	again, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(again), "file exists") || !strings.Contains(string(again), "tools/tools.go") {
+		t.Errorf("a second init: err %v, output %s; want a refusal naming the files", err, again)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "tools/tools.go")); !bytes.Equal(before, after) {
+		t.Error("a second init changed tools/tools.go")
+	}
+
+	// The user's glue: every line outside the tools package and the
+	// configuration files is one statement per entry point.
+	for _, f := range []string{"api/mcp/index.go", "api/worker/index.go", "api/cron/index.go", "cmd/transcode/main.go",
+		"cmd/lambda/mcp/main.go", "cmd/lambda/worker/main.go", "cmd/lambda/sweep/main.go"} {
+		src, _ := os.ReadFile(filepath.Join(dir, f))
+		if n := strings.Count(string(src), "tools.App"); n != 1 {
+			t.Errorf("%s mentions tools.App %d times, want one statement", f, n)
+		}
+	}
+
+	runIn(t, dir, "go", "mod", "tidy")
+	runIn(t, dir, "go", "vet", "./...")
+	runIn(t, dir, "go", "test", "-count=1", "./...")
+	checkVercelGoRuntimeRules(t, dir)
+	checkVercelConfig(t, dir)
+	checkSAMTemplate(t, dir)
+
+	// The Lambda bootstraps, as `sam build` makes them.
+	for _, fn := range []string{"McpFunction", "WorkerFunction", "SweepFunction"} {
+		art := filepath.Join(t.TempDir(), fn)
+		if err := os.MkdirAll(art, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		runIn(t, dir, "make", "build-"+fn, "ARTIFACTS_DIR="+art)
+		st, err := os.Stat(filepath.Join(art, "bootstrap"))
+		if err != nil {
+			t.Fatalf("%s: no bootstrap: %v", fn, err)
+		}
+		t.Logf("%s bootstrap: %d bytes", fn, st.Size())
+		if head := readHead(t, filepath.Join(art, "bootstrap")); !bytes.HasPrefix(head, []byte("\x7fELF")) || head[18] != 0xb7 {
+			t.Errorf("%s bootstrap is not a linux/arm64 ELF binary", fn)
+		}
+	}
+
+	// The local server, as `go run ./cmd/transcode` runs it.
+	bin := filepath.Join(t.TempDir(), "transcode")
+	runIn(t, dir, "go", "build", "-o", bin, "./cmd/transcode")
+	help := runIn(t, "", bin, "--help")
+	for _, want := range []string{"Usage:\n  transcode [command]", "serve", "worker", "token"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("transcode --help lacks %q:\n%s", want, help)
+		}
+	}
+	srv := startBinary(t, bin, nil, "serve")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var statuses []client.Status
+	var asked []string
+	res, err := client.New("http://"+srv.addr+"/mcp").Call(ctx, "process", map[string]any{"input": "clip.mov", "waitSeconds": 1},
+		client.OnStatus(func(tk client.Task) { statuses = append(statuses, tk.Status) }),
+		client.OnElicit(func(_ context.Context, _ *client.InputRequest, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked = append(asked, p.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"go": true}}, nil
+		}))
+	if err != nil {
+		t.Fatalf("calling process on the generated server: %v\n%s", err, srv.Log())
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "done: CLIP.MOV" {
+		t.Errorf("result %q, want %q", got, "done: CLIP.MOV")
+	}
+	if len(asked) != 1 || !slices.Contains(statuses, client.StatusInputRequired) || statuses[len(statuses)-1] != client.StatusCompleted {
+		t.Errorf("asked %q, statuses %v; want one question, input_required, then completed", asked, statuses)
+	}
+}
+
+// runIn runs name args in dir (the current directory when empty) and
+// returns its combined output, failing the test when it fails.
+func runIn(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s", name, strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+func readHead(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 20)
+	if _, err := f.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
