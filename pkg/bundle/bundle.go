@@ -427,7 +427,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	}
 	if so.Logger == nil {
 		// The go-sdk logs every stateless request at INFO; keep its warnings.
-		so.Logger = slog.New(minLevel{log.Handler(), slog.LevelWarn})
+		so.Logger = slog.New(sdkLog{log.Handler(), slog.LevelWarn})
 	}
 	// The tasks HTTP layer (routing-header check and the lean tasks/* path)
 	// sits inside authentication, which puts the principal in the context.
@@ -571,18 +571,40 @@ func (b *Bundle) Close() {
 	}
 }
 
-// minLevel drops records below a level.
-type minLevel struct {
+// sdkLog is the go-sdk's log handler: it drops records below min, and
+// logs the go-sdk's reports of a client's protocol mistakes (which it logs
+// at ERROR) at DEBUG, so that no client can write error lines at will.
+type sdkLog struct {
 	slog.Handler
 	min slog.Level
 }
 
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+// clientMistakes are the go-sdk v1.8.0 messages (mcp/server.go) that
+// report what a client sent, not a fault of the server.
+var clientMistakes = map[string]bool{
+	"method removed in the new protocol":  true,
+	"method invalid during initialization": true,
+	"initialized before initialize":        true,
+	"duplicate initialized notification":   true,
+	"duplicate initialize request":         true,
+}
+
+func (h sdkLog) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
-func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(a), h.min}
+func (h sdkLog) Handle(ctx context.Context, r slog.Record) error {
+	if clientMistakes[r.Message] {
+		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
-func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+func (h sdkLog) WithAttrs(a []slog.Attr) slog.Handler {
+	return sdkLog{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h sdkLog) WithGroup(n string) slog.Handler { return sdkLog{h.Handler.WithGroup(n), h.min} }

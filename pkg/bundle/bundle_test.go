@@ -1,9 +1,16 @@
 package bundle
 
 import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -93,5 +100,58 @@ func TestRedisOptions(t *testing.T) {
 	}
 	if _, err := redisOptions("http://nope"); err == nil {
 		t.Error("a non-redis URL was accepted")
+	}
+}
+
+// A client's protocol mistakes (ping, initialize: removed in 2026-07-28)
+// are not server errors: the go-sdk's ERROR reports of them are logged at
+// DEBUG, so that no client can write error lines at will.
+func TestClientMistakesAreNotErrors(t *testing.T) {
+	t.Parallel()
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var logs bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
+		cfg, err := FromEnv(envOf(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(t.Context(), cfg, log, &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(b.Handler)
+		for _, method := range []string{"ping", "initialize"} {
+			body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", method)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		srv.Close()
+		b.Close()
+		out := logs.String()
+		if strings.Contains(out, "level=ERROR") {
+			t.Errorf("level %v: a client's mistake was logged as an error:\n%s", level, out)
+		}
+		if got := strings.Contains(out, `level=DEBUG msg="method removed in the new protocol"`); got != (level == slog.LevelDebug) {
+			t.Errorf("level %v: DEBUG report present = %v:\n%s", level, got, out)
+		}
+	}
+}
+
+// An invalid MCPTASKS_LOG_LEVEL is refused, naming the variable.
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	if c, err := FromEnv(envOf(map[string]string{"MCPTASKS_LOG_LEVEL": "debug"})); err != nil || c.LogLevel != slog.LevelDebug {
+		t.Errorf("debug: %v %v", c.LogLevel, err)
+	}
+	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_LOG_LEVEL": "verbose"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_LOG_LEVEL") {
+		t.Errorf("verbose: %v, want an error naming MCPTASKS_LOG_LEVEL", err)
 	}
 }
