@@ -48,6 +48,8 @@ type Config struct {
 	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
 	AllowedOrigins []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
 	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
+	ReadTimeout    time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
+	MaxRequests    int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
 	SweepEvery     time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
 	Visibility     time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
@@ -167,6 +169,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
+	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, 256)
+	dur("MCPTASKS_READ_TIMEOUT", &c.ReadTimeout, 30*time.Second)
 	num("MCPTASKS_QSTASH_RETRIES", &c.QStash.Retries, 0)
 	if v := getenv("MCPTASKS_ALLOWED_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {
@@ -582,7 +586,7 @@ type sdkLog struct {
 // clientMistakes are the go-sdk v1.8.0 messages (mcp/server.go) that
 // report what a client sent, not a fault of the server.
 var clientMistakes = map[string]bool{
-	"method removed in the new protocol":  true,
+	"method removed in the new protocol":   true,
 	"method invalid during initialization": true,
 	"initialized before initialize":        true,
 	"duplicate initialized notification":   true,

@@ -47,11 +47,11 @@ import (
 const DefaultAddr = "127.0.0.1:8080"
 
 // Server timeouts of serve. A request must arrive whole within
-// readTimeout; an answer may take as long as an inline run (the
-// configured MCPTASKS_MAX_DURATION) plus writeSlack.
+// MCPTASKS_READ_TIMEOUT (its headers within readHeaderTimeout at most); an
+// answer may take as long as an inline run (MCPTASKS_MAX_DURATION) plus
+// writeSlack.
 const (
 	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
 	writeSlack        = 15 * time.Second
 	idleTimeout       = 2 * time.Minute
 	shutdownTimeout   = 10 * time.Second
@@ -281,9 +281,9 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           b.Handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
+		Handler:           limitRequests(b.Handler, b.Config.MaxRequests),
+		ReadHeaderTimeout: min(readHeaderTimeout, b.Config.ReadTimeout),
+		ReadTimeout:       b.Config.ReadTimeout,
 		WriteTimeout:      b.Config.MaxDuration + writeSlack,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -303,6 +303,28 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// limitRequests serves at most n requests at once; the others get HTTP
+// 503 with Retry-After and a JSON-RPC error body at once, rather than
+// queueing without bound.
+func limitRequests(next http.Handler, n int) http.Handler {
+	if n <= 0 {
+		return next
+	}
+	sem := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"server busy: too many requests at once (MCPTASKS_MAX_REQUESTS); retry"}}`+"\n")
+		}
+	})
 }
 
 // token mints a development HS256 token from MCPTASKS_AUTH_HS256_SECRET,

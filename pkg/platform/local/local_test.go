@@ -6,8 +6,11 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
@@ -109,5 +112,95 @@ func TestServeRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || p.exitCode(err) != c.code {
 			t.Errorf("%v %v: err %v (exit %d), want %q and exit %d", c.env, c.args, err, p.exitCode(err), c.want, c.code)
 		}
+	}
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serveInBackground runs `serve` on the embedded Redis until the test ends.
+func serveInBackground(t *testing.T, env map[string]string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	p, _, _ := program(env, &tasks.App{Name: "one"})
+	p.Stderr = t.Output()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, []string{"serve", "--addr", addr}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return addr
+		}
+		if i == 200 {
+			t.Fatalf("serve did not come up: %v", err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// A request whose body never arrives is cut off after
+// MCPTASKS_READ_TIMEOUT instead of holding a connection forever.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	t.Parallel()
+	addr := serveInBackground(t, map[string]string{"MCPTASKS_READ_TIMEOUT": "300ms"})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// Generous: the server must close long before this deadline.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_, err = io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server held a request with a missing body for 20s")
+	}
+}
+
+// Over MCPTASKS_MAX_REQUESTS requests at once, the next one gets 503 with
+// Retry-After and a JSON-RPC error body at once.
+func TestBusyServerAnswers503(t *testing.T) {
+	t.Parallel()
+	addr := serveInBackground(t, map[string]string{"MCPTASKS_MAX_REQUESTS": "1", "MCPTASKS_READ_TIMEOUT": "10s"})
+	// Hold the only slot: a request whose body is still arriving.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{")
+	var resp *http.Response
+	for i := 0; i < 100; i++ { // until the held request has taken the slot
+		resp, err = http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		resp.Body.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":-32603`) {
+		t.Errorf("busy: HTTP %d, Retry-After %q, body %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 }
