@@ -389,7 +389,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// get, cancel and update are the task operations both HTTP paths (the lean
+// path and the go-sdk middleware) call once the capability gate passed. An
+// id the server never issued (see ValidID) is unknown without a store call.
 func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	t, err := s.store.Get(ctx, owner, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
@@ -402,6 +408,9 @@ func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) 
 }
 
 func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	_, err := s.store.Cancel(ctx, owner, id, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
@@ -414,6 +423,9 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 }
 
 func (s *Server) update(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)

@@ -189,6 +189,9 @@ type Change struct {
 //     another live lease exists; a Commit under a stale generation fails
 //     with ErrFenced and changes nothing.
 //   - Every transition is atomic.
+//   - Ids come from NewID: an id that ValidID rejects names no task. Create
+//     refuses it; every other operation answers ErrNotFound for it and
+//     touches nothing.
 type Store interface {
 	// Create persists a new task in status working.
 	Create(ctx context.Context, nt *NewTask) (*Task, error)

@@ -9,6 +9,11 @@
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
 //
+// Only ids of the form tasks.NewID issues (tasks.ValidID) become keys: the
+// store answers tasks.ErrNotFound for any other id without a round trip,
+// so no caller-chosen id can name a key that is not a task's (such as a
+// queue sharing the prefix, "<prefix>{queue}").
+//
 // Every key expires at the task's creation time plus its TTL. A sorted set
 // <prefix>due (its own slot, itself expiring) indexes the next time the
 // sweeper must look at each live task; it is only a hint: the sweeper
@@ -122,6 +127,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	if nt.Owner == "" {
 		return nil, errors.New("redisstore: create: empty owner")
 	}
+	if !tasks.ValidID(nt.ID) {
+		return nil, fmt.Errorf("redisstore: create: %q is not an id from tasks.NewID", nt.ID)
+	}
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
 	t, _, j, r := s.keys(nt.ID)
@@ -185,6 +193,9 @@ func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
 // read returns the task (record and outstanding input, read atomically),
 // if owner is empty or owns it.
 func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error) {
+	if !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
 	t, p, _, _ := s.keys(id)
 	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
@@ -249,6 +260,9 @@ func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
 
 // Update implements tasks.Store.
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
+	if !tasks.ValidID(id) {
+		return false, tasks.ErrNotFound
+	}
 	t, p, _, r := s.keys(id)
 	args := make([]string, 0, 2+2*len(responses))
 	args = append(args, owner, ms(now))
@@ -281,6 +295,9 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 
 // Cancel implements tasks.Store.
 func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
+	if !tasks.ValidID(id) {
+		return "", tasks.ErrNotFound
+	}
 	t, p, _, _ := s.keys(id)
 	st, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
 	if rueidis.IsRedisNil(err) {
@@ -300,6 +317,9 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 
 // Claim implements tasks.Store.
 func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+	if !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
 	t, p, j, r := s.keys(id)
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
@@ -377,6 +397,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 // Commit implements tasks.Store.
 func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
 	id := c.Task.ID
+	if !tasks.ValidID(id) {
+		return tasks.ErrNotFound
+	}
 	t, p, j, r := s.keys(id)
 	op := "keep"
 	var payload string
@@ -481,6 +504,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 
 // CancelRequested implements tasks.Store.
 func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
+	if !tasks.ValidID(c.Task.ID) {
+		return false, tasks.ErrNotFound
+	}
 	t, _, _, _ := s.keys(c.Task.ID)
 	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(t).Field("cancel", "gen", "status").Build()).ToArray()
 	if err != nil {

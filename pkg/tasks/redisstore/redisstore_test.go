@@ -279,3 +279,47 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 		})
 	}
 }
+
+// A caller-chosen id that names another key under the store's prefix (here
+// the Redis queue's "{queue}" sorted set) is unknown: no task script runs
+// on that key, and it is left as it was.
+func TestNonTaskKeysUntouched(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			prefix := uniquePrefix()
+			s := New(rc, &Options{Prefix: prefix})
+			ctx := t.Context()
+			queueKey := prefix + "{queue}"
+			if err := rc.Do(ctx, rc.B().Zadd().Key(queueKey).ScoreMember().ScoreMember(1, tasks.NewID()).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			if _, err := s.Get(ctx, "alice", "queue"); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Get(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Peek(ctx, "queue"); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Peek(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Update(ctx, "alice", "queue", map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Update(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Cancel(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Claim(ctx, "queue", now, time.Minute); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Claim(queue) = %v, want ErrNotFound", err)
+			}
+			typ, err := rc.Do(ctx, rc.B().Type().Key(queueKey).Build()).ToString()
+			if err != nil || typ != "zset" {
+				t.Fatalf("TYPE %s = %q, %v; want zset", queueKey, typ, err)
+			}
+			if n, err := rc.Do(ctx, rc.B().Zcard().Key(queueKey).Build()).AsInt64(); err != nil || n != 1 {
+				t.Errorf("ZCARD %s = %d, %v; want 1 (untouched)", queueKey, n, err)
+			}
+			if keys := (&keyChecker{t: t, c: rc, s: s}).scan(); !slices.Equal(keys, []string{queueKey}) {
+				t.Errorf("keys under the prefix = %v, want only the queue's", keys)
+			}
+		})
+	}
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 	}{
 		{"CreateGetRoundTrip", testCreateGet},
 		{"GetInvisible", testGetInvisible},
+		{"ForeignIDs", testForeignIDs},
 		{"CreateDuplicate", testCreateDuplicate},
 		{"CreateSeedsJournalAndResponses", testCreateSeeded},
 		{"TTLExpiry", testTTL},
@@ -377,6 +378,51 @@ func testGetInvisible(f *fixture) {
 	}
 	// The owner still sees it.
 	f.wantStatus(id, tasks.StatusWorking)
+}
+
+// foreignIDs are ids NewID never issues: a store must not take them for
+// task ids (they could name other keys that share its key space).
+var foreignIDs = []string{
+	"", "queue", "due", "{queue}", "x}:p", tasks.NewID() + "x", tasks.NewID()[1:],
+	"AAAAAAAAAAAAAAAAAAAAAB", // 22 characters, but not 16 bytes
+	"AAAAAAAAAAAAAAAAAAAA.A", // outside the alphabet
+}
+
+// An id that ValidID rejects names no task: Create refuses it and every
+// other operation answers ErrNotFound.
+func testForeignIDs(f *fixture) {
+	for _, id := range foreignIDs {
+		if tasks.ValidID(id) {
+			f.t.Fatalf("ValidID(%q) = true", id)
+		}
+		nt := f.newTask()
+		nt.ID = id
+		if _, err := f.s.Create(f.ctx, nt); err == nil {
+			f.t.Errorf("Create(%q) succeeded, want an error", id)
+		}
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Peek(f.ctx, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Peek(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Update(f.ctx, owner, id, map[string]json.RawMessage{"k": raw(`1`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Update(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Cancel(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Claim(f.ctx, id, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Claim(%q) = %v, want ErrNotFound", id, err)
+		}
+		c := &tasks.Claim{Task: &tasks.Task{ID: id, Owner: owner}, Gen: 1}
+		if err := f.s.Commit(f.ctx, c, &tasks.Change{Now: f.now, Complete: raw(`{}`)}); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Commit(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if !tasks.ValidID(tasks.NewID()) {
+		f.t.Fatalf("ValidID rejects an id from NewID")
+	}
 }
 
 func testCreateDuplicate(f *fixture) {
