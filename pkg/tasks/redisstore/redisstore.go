@@ -259,25 +259,36 @@ func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
 }
 
 // Update implements tasks.Store.
+//
+// Only the owner's update may touch the task's entry in the due index (a
+// separate key in its own Cluster slot, so the script cannot write it). A
+// first script call checks the owner and applies the responses, unless
+// they would resume the task: then it changes nothing and says so, and a
+// second round trip moves the due entry to now+grace and applies them,
+// pipelined in that order. The entry thus moves before the resume (if the
+// process dies before the caller enqueues the task, the sweeper finds it
+// within the grace), and it is set outright, so a sweeper that read the
+// parked task's time before fails its compare-and-set instead of pushing
+// the resumed task back to its expiry. A foreign, unknown or non-resuming
+// update costs one round trip; a resuming one two, as before.
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
-	if !tasks.ValidID(id) {
+	if owner == "" || !tasks.ValidID(id) {
 		return false, tasks.ErrNotFound
 	}
 	t, p, _, r := s.keys(id)
-	args := make([]string, 0, 2+2*len(responses))
-	args = append(args, owner, ms(now))
+	args := make([]string, 0, 3+2*len(responses))
+	args = append(args, owner, ms(now), "try")
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	// The due index of a live task moves to no later than now+grace first,
-	// in the same round trip (XX: never an entry for an id that is not
-	// indexed): if the update resumes the task and the process dies before
-	// the enqueue, the sweeper finds it soon.
-	due := []rueidis.Completed{
-		s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(s.grace).UnixMilli()), id).Build(),
-	}
-	res, _ := s.exec(ctx, updateScript, []string{t, p, r}, args, due, nil)
+	keys := []string{t, p, r}
+	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
 	n, err := res.AsInt64()
+	if err == nil && n == 3 {
+		args[2] = "apply"
+		res, _ = s.exec(ctx, updateScript, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		n, err = res.AsInt64()
+	}
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
 	}
@@ -285,17 +296,14 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	case -1:
 		return false, tasks.ErrNotFound
 	case 2:
-		// Set the due time outright, after the resume: a sweeper that read
-		// the entry before it then fails its compare-and-set instead of
-		// pushing a resumed task's time back to its expiry.
-		return true, s.Schedule(ctx, id, now.Add(s.grace))
+		return true, nil
 	}
 	return false, nil
 }
 
 // Cancel implements tasks.Store.
 func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
-	if !tasks.ValidID(id) {
+	if owner == "" || !tasks.ValidID(id) {
 		return "", tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -319,6 +320,62 @@ func TestNonTaskKeysUntouched(t *testing.T) {
 			}
 			if keys := (&keyChecker{t: t, c: rc, s: s}).scan(); !slices.Equal(keys, []string{queueKey}) {
 				t.Errorf("keys under the prefix = %v, want only the queue's", keys)
+			}
+		})
+	}
+}
+
+// The round trips of Update, on a warm connection (scripts loaded): a
+// stranger's, an unknown task's and a non-resuming update cost one; a
+// resuming one two (the due index moves before the resume, in the second).
+func TestUpdateRoundTrips(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := rtcount.Wrap(b.client(t))
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now()
+			park := func() string {
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				c, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatalf("Claim: %v", err)
+				}
+				if err := s.Commit(ctx, c, &tasks.Change{Now: now,
+					Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
+					t.Fatalf("Commit: %v", err)
+				}
+				return id
+			}
+			trips := func(owner, id string, resp map[string]json.RawMessage) (int64, bool) {
+				rc.Reset()
+				resumed, _ := s.Update(ctx, owner, id, resp, now)
+				return rc.Trips(), resumed
+			}
+			a := map[string]json.RawMessage{"a": json.RawMessage(`1`)}
+			both := map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`2`)}
+			trips("alice", park(), both) // loads the script
+			for _, c := range []struct {
+				name      string
+				owner, id string
+				resp      map[string]json.RawMessage
+				want      int64
+				resumed   bool
+			}{
+				{"stranger", "mallory", park(), both, 1, false},
+				{"unknown", "alice", tasks.NewID(), both, 1, false},
+				{"partial", "alice", park(), a, 1, false},
+				{"resuming", "alice", park(), both, 2, true},
+			} {
+				n, resumed := trips(c.owner, c.id, c.resp)
+				t.Logf("%s update: %d round trips", c.name, n)
+				if n != c.want || resumed != c.resumed {
+					t.Errorf("%s update: %d round trips, resumed %v; want %d, %v", c.name, n, resumed, c.want, c.resumed)
+				}
 			}
 		})
 	}

@@ -76,11 +76,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `, false)
 
-// updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
+// updateScript: KEYS t p r; ARGV owner now mode k1 v1 k2 v2 ...
 // Responses to a parked task whose input deadline passed (by the caller's
 // clock, or because a worker claimed it) are refused, so a worker that
 // replays after the deadline sees a frozen set.
-// Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and resumed.
+// mode "try" changes nothing when the responses would resume the task and
+// returns 3 (the caller then moves the task's due entry and calls again);
+// mode "apply" applies them in any case.
+// Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
+// resumed, 3 (try) would resume.
 var updateScript = newScript(`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
@@ -90,8 +94,13 @@ if wake > 0 and wake <= tonumber(ARGV[2]) then return 0 end
 -- A parked task holds no lease; one that does was claimed after its
 -- deadline, whatever this caller's clock says: its answers are frozen.
 if (h[6] or '0') ~= '0' then return 0 end
+if ARGV[3] == 'try' then
+  local n = 0
+  for i = 4, #ARGV, 2 do n = n + redis.call('HEXISTS', KEYS[2], ARGV[i]) end
+  if n > 0 and (h[3] == '1' or n == redis.call('HLEN', KEYS[2])) then return 3 end
+end
 local n = 0
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
     n = n + 1

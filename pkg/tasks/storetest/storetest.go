@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"RescheduleVsResume", testRescheduleVsResume},
 		{"UpdateNotParked", testUpdateNotParked},
 		{"UpdateCancelByOthers", testUpdateCancelByOthers},
+		{"UpdateByOthersLeavesDueIndex", testUpdateByOthersLeavesDueIndex},
 		{"CancelParked", testCancelParked},
 		{"CancelUnleased", testCancelUnleased},
 		{"CancelLeased", testCancelLeased},
@@ -870,6 +871,25 @@ func testUpdateCancelByOthers(f *fixture) {
 	if got := f.get(id); got.CancelRequested {
 		f.t.Errorf("a stranger's Cancel set CancelRequested")
 	}
+}
+
+// Only the owner's update may move a task's entry in the due index: an
+// update by anyone else (refused as not found) leaves it where it was.
+func testUpdateByOthersLeavesDueIndex(f *fixture) {
+	reqs := requests()
+	id, _ := f.park(reqs, false, time.Time{})
+	before := dueAt(f, id, f.at(2*ttl))
+	resp := map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}
+	for _, who := range []string{stranger, ""} {
+		if _, err := f.s.Update(f.ctx, who, id, resp, f.at(time.Second)); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
+		}
+		if after := dueAt(f, id, f.at(2*ttl)); !after.Equal(before) {
+			f.t.Errorf("Update by %q moved the owner's due time from %v to %v", who, before, after)
+		}
+	}
+	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantInputRequests(id, reqs)
 }
 
 func testCancelParked(f *fixture) {
