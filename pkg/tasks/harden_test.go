@@ -2,13 +2,17 @@ package tasks_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // logRecorder is a slog.Handler that keeps every record, for tests that
@@ -112,4 +116,55 @@ func TestForeignIDsAreUnknown(t *testing.T) {
 			t.Errorf("the waiting task ended %s", tk.Status)
 		}
 	})
+}
+
+// Advance's step budget runs on the monotonic clock, whatever Options.Now
+// says: with Now two minutes behind the wall clock, steps still run (they
+// used to get an already-expired context and the task was re-enqueued
+// forever); with Now ahead, a step's deadline still lies within
+// MaxDuration of the real clock.
+func TestAdvanceBudgetIgnoresOptionsNow(t *testing.T) {
+	for _, skew := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
+		t.Run(skew.String(), func(t *testing.T) {
+			var late atomic.Int32
+			opts := tasks.Options{MaxDuration: 10 * time.Second, Now: func() time.Time { return time.Now().Add(skew) }}
+			h := newHarness(t, "redis-server", opts, func(s *tasks.Server) {
+				tasks.AddTool(s, &mcp.Tool{Name: "three", Description: "three steps"}, tasks.Optional,
+					func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+						for i := range 3 {
+							if _, err := tasks.Do(st, fmt.Sprint(i), func(ctx context.Context) (int, error) {
+								if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > opts.MaxDuration {
+									late.Add(1)
+								}
+								return i, nil
+							}); err != nil {
+								return nil, err
+							}
+						}
+						return text("ok"), nil
+					})
+			})
+			id := h.create(t, "three", nil)
+			var steps []int
+			for range 10 {
+				res, err := h.srv.Advance(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, res.Steps)
+				if res.Status.Terminal() {
+					break
+				}
+			}
+			if fmt.Sprint(steps) != "[1 1 1]" {
+				t.Errorf("new steps per Advance = %v, want [1 1 1]", steps)
+			}
+			if tk := h.c.Get(t, id); tk.Status != "completed" {
+				t.Errorf("task is %s, want completed", tk.Status)
+			}
+			if n := late.Load(); n > 0 {
+				t.Errorf("%d steps had a deadline beyond MaxDuration on the real clock", n)
+			}
+		})
+	}
 }

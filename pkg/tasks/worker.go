@@ -46,9 +46,11 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	}
 	w := &worker{s: s, log: s.log}
-	start := s.now()
-	budget := start.Add(s.opts.MaxDuration - s.opts.SafetyMargin)
-	c, err := s.store.Claim(ctx, id, start, s.opts.MaxDuration+s.opts.SafetyMargin)
+	// The step budget runs on the monotonic clock from here; Options.Now
+	// only stamps what is stored (the lease, timestamps).
+	rctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
+	defer cancel()
+	c, err := s.store.Claim(ctx, id, s.now(), s.opts.MaxDuration+s.opts.SafetyMargin)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
@@ -73,8 +75,6 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		return res, nil
 	}
 	t := s.tools[c.Task.Tool]
-	rctx, cancel := context.WithDeadline(ctx, budget)
-	defer cancel()
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
