@@ -168,3 +168,43 @@ func TestAdvanceBudgetIgnoresOptionsNow(t *testing.T) {
 		})
 	}
 }
+
+// A finished task shows no status message left from its running days: not
+// "waiting for confirmation" once completed, not "computing for 30s" once
+// cancelled.
+func TestStatusMessageClearedOnTerminal(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		h := newHarness(t, backend, tasks.Options{}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "confirm", Description: "asks, then finishes"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					st.Status("waiting for confirmation")
+					if _, err := tasks.Elicit[struct {
+						OK bool `json:"ok"`
+					}](st, "ok", "OK?"); err != nil {
+						return nil, err
+					}
+					return text("done"), nil
+				})
+			tasks.AddTool(s, &mcp.Tool{Name: "compute", Description: "sleeps"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					st.Status("computing for 30s")
+					return text("done"), st.Sleep("compute", 30*time.Second)
+				})
+		})
+		h.work(t, 1)
+		id := h.create(t, "confirm", nil)
+		h.c.WaitFor(t, id, 10*time.Second, func(tk mcptest.Task) bool { return tk.Status == "input_required" })
+		h.c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+			"ok": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}})
+		if tk := h.wait(t, id); tk.Status != "completed" || tk.StatusMessage != "" {
+			t.Errorf("confirm ended %s with statusMessage %q, want completed without one", tk.Status, tk.StatusMessage)
+		}
+
+		id = h.create(t, "compute", nil)
+		h.c.WaitFor(t, id, 10*time.Second, func(tk mcptest.Task) bool { return tk.StatusMessage == "computing for 30s" })
+		h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id})
+		if tk := h.wait(t, id); tk.Status != "cancelled" || tk.StatusMessage != "" {
+			t.Errorf("compute ended %s with statusMessage %q, want cancelled without one", tk.Status, tk.StatusMessage)
+		}
+	})
+}

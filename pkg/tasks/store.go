@@ -141,7 +141,9 @@ type Change struct {
 	// number len(Claim.Journal) (plus entries appended earlier on the same
 	// claim).
 	Append []Entry
-	// StatusMessage replaces the status message when non-nil.
+	// StatusMessage replaces the status message when non-nil. A change
+	// that ends the task (Complete, Fail, Cancel) clears it when nil, and so
+	// does a change that is turned into a cancellation.
 	StatusMessage *string
 	// SetAttempts, when non-nil, sets the attempt counter of the next
 	// unjournaled step (Claim charges one attempt; a finished step resets it).
@@ -178,6 +180,9 @@ type Change struct {
 //     principal matches nothing.
 //   - Terminal states never change: Cancel, Update and Commit leave a
 //     completed, failed or cancelled task as it is.
+//   - A transition to a terminal state clears the status message, unless it
+//     is a Commit whose Change asks for that terminal state and carries a
+//     StatusMessage: a finished task shows no message of its running days.
 //   - TTL counts from creation: a task is readable for its whole TTL and
 //     gone after it; every key the store writes expires.
 //   - Update accepts responses only for outstanding keys; answered keys

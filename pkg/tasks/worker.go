@@ -144,8 +144,11 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 			ch.Complete = b
 		}
 	}
-	if ch.Fail != nil {
+	switch {
+	case ch.Fail != nil:
 		ch.StatusMessage = &ch.Fail.Message
+	case ch.Complete != nil || ch.Cancel:
+		ch.StatusMessage = nil // a finished task keeps no running message
 	}
 	if err := w.s.store.Commit(ctx, c, ch); err != nil {
 		if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) {

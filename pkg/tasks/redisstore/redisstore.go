@@ -495,14 +495,18 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	c.Journal = append(c.Journal, ch.Append...)
 	c.Task.Status = tasks.Status(st)
 	c.Task.UpdatedAt = ch.Now
-	if ch.StatusMessage != nil {
+	ended := c.Task.Status.Terminal()
+	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
+	case ch.StatusMessage != nil && explicit:
 		c.Task.StatusMessage = *ch.StatusMessage
+	case ended:
+		c.Task.StatusMessage = "" // see commitScript
 	}
 	if op != "keep" || c.Task.Status.Terminal() {
 		c.Task.LeaseUntil = time.Time{}
 	}
 	switch {
-	case c.Task.Status.Terminal():
+	case ended:
 		return s.Schedule(ctx, id, time.Time{})
 	case !due.IsZero():
 		return s.Schedule(ctx, id, due)

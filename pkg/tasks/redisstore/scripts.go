@@ -128,6 +128,7 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return h[2]
 end
 redis.call('DEL', KEYS[2])
+redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 return 'cancelled'
 `, true)
@@ -146,6 +147,7 @@ local lease = tonumber(h[2] or '0')
 if lease > now then return {'L', 0, 0, lease} end
 if h[3] == '1' then
   redis.call('DEL', KEYS[2])
+  redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
   return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
@@ -162,6 +164,8 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 // op: keep | release | park | complete | fail | cancel.
 // Returns {code, att, status}: code 0 ok, -1 fenced, -2 gone. A change that
 // keeps the task alive while cancellation was requested cancels it instead.
+// A terminal change sets the status message it carries, or clears it: a
+// finished task never shows a message of its running days.
 var commitScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
 if not h[1] then return {-2, 0, ''} end
@@ -171,9 +175,14 @@ local att = tonumber(h[4] or '0')
 local n = tonumber(ARGV[11])
 for i = 1, n do redis.call('RPUSH', KEYS[3], ARGV[11+i]) end
 if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
-if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'msg', ARGV[5]) end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
+local asked = op
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'park') then op = 'cancel' end
+if ARGV[4] == '1' and op == asked then
+  redis.call('HSET', KEYS[1], 'msg', ARGV[5])
+elseif op == 'complete' or op == 'fail' or op == 'cancel' then
+  redis.call('HDEL', KEYS[1], 'msg')
+end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], 'updated', now)
   return {0, att, h[2]}

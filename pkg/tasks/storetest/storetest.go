@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"JournalAppendOrder", testJournalOrder},
 		{"SetAttempts", testSetAttempts},
 		{"StatusMessage", testStatusMessage},
+		{"TerminalClearsStatusMessage", testTerminalClearsStatusMessage},
 		{"ReleaseSleepingTask", testSleeping},
 		{"Park", testPark},
 		{"UpdatePartialThenResume", testUpdatePartial},
@@ -670,6 +671,77 @@ func testStatusMessage(f *fixture) {
 	f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
 	if got := f.get(id); got.StatusMessage != msg {
 		f.t.Errorf("StatusMessage after a commit without one = %q, want %q", got.StatusMessage, msg)
+	}
+}
+
+// A task that ends shows no status message of its running days: every
+// terminal transition clears it, unless a Commit that asks for the terminal
+// state sets one with it.
+func testTerminalClearsStatusMessage(f *fixture) {
+	running, done := "waiting for confirmation", "sent to 3 recipients"
+	started := func(f *fixture) (string, *tasks.Claim) {
+		f.t.Helper()
+		id := f.create()
+		c := f.claim(id, f.now)
+		f.commit(c, &tasks.Change{Now: f.now, StatusMessage: &running})
+		return id, c
+	}
+	want := func(f *fixture, id string, st tasks.Status, msg string, c *tasks.Claim) {
+		f.t.Helper()
+		if got := f.wantStatus(id, st); got.StatusMessage != msg {
+			f.t.Errorf("%s task: StatusMessage %q, want %q", st, got.StatusMessage, msg)
+		}
+		if c != nil && c.Task.StatusMessage != msg {
+			f.t.Errorf("%s task: the claim's StatusMessage %q, want %q", st, c.Task.StatusMessage, msg)
+		}
+	}
+	cases := []struct {
+		name string
+		run  func(f *fixture)
+	}{
+		{"Complete", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`)})
+			want(f, id, tasks.StatusCompleted, "", c)
+		}},
+		{"CompleteWithMessage", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`), StatusMessage: &done})
+			want(f, id, tasks.StatusCompleted, done, c)
+		}},
+		{"Fail", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Fail: &tasks.ErrorObject{Code: -32603, Message: "boom"}})
+			want(f, id, tasks.StatusFailed, "", c)
+		}},
+		{"CommitCancel", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Cancel: true})
+			want(f, id, tasks.StatusCancelled, "", c)
+		}},
+		{"CancelParked", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.now, Park: requests()})
+			f.cancel(id, f.at(time.Second))
+			want(f, id, tasks.StatusCancelled, "", nil)
+		}},
+		{"CancelRequestedThenCommit", func(f *fixture) {
+			id, c := started(f)
+			f.cancel(id, f.at(time.Second))
+			want(f, id, tasks.StatusWorking, running, nil) // still running
+			next := "next part"
+			f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true, StatusMessage: &next})
+			want(f, id, tasks.StatusCancelled, "", c)
+		}},
+		{"CancelRequestedThenClaim", func(f *fixture) {
+			id, _ := started(f)
+			f.cancel(id, f.at(time.Second))
+			nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
+			want(f, id, tasks.StatusCancelled, "", nc)
+		}},
+	}
+	for _, c := range cases {
+		f.t.Run(c.name, func(t *testing.T) { c.run(&fixture{t: t, s: f.s, ctx: f.ctx, now: f.now}) })
 	}
 }
 
