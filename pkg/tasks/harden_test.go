@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -207,4 +208,92 @@ func TestStatusMessageClearedOnTerminal(t *testing.T) {
 			t.Errorf("compute ended %s with statusMessage %q, want cancelled without one", tk.Status, tk.StatusMessage)
 		}
 	})
+}
+
+// registerFanOut registers "fanout", whose handler breaks the rule that
+// Step methods are called from the handler's goroutine, in the ways a user
+// might: Do from goroutines (sync.WaitGroup.Go), Status from a goroutine,
+// and Do nested inside a Do closure.
+func registerFanOut(closures *atomic.Int32) func(*tasks.Server) {
+	return func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "fanout", Description: "steps from goroutines"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, in struct {
+				Way string `json:"way"`
+			}) (*mcp.CallToolResult, error) {
+				var errs [2]error
+				var wg sync.WaitGroup
+				switch in.Way {
+				case "goroutines":
+					for i := range errs {
+						wg.Go(func() {
+							_, errs[i] = tasks.Do(st, fmt.Sprint("part", i), func(context.Context) (int, error) {
+								closures.Add(1)
+								return i, nil
+							})
+						})
+					}
+				case "status":
+					wg.Go(func() { st.Status("from a goroutine") })
+				case "nested":
+					_, errs[0] = tasks.Do(st, "outer", func(context.Context) (int, error) {
+						return tasks.Do(st, "inner", func(context.Context) (int, error) {
+							closures.Add(1)
+							return 1, nil
+						})
+					}, tasks.Retries(0))
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil && !errors.Is(err, tasks.ErrWrongGoroutine) {
+						return nil, fmt.Errorf("unexpected step error: %w", err)
+					}
+				}
+				// The handler goes on after the misuse: its next step
+				// unwinds it.
+				if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return 0, nil }); err != nil {
+					return nil, err
+				}
+				return text("ok"), nil
+			})
+	}
+}
+
+// A Step used from another goroutine (or inside a Do closure) does not crash
+// the process (it used to: "panic: (tasks.suspend)" from tasks.Do inside a
+// wg.Go took down every request of the instance): the task fails, durably
+// or inline, with a message that states the rule, and no misused step's
+// closure runs.
+func TestStepFromAnotherGoroutine(t *testing.T) {
+	var closures atomic.Int32
+	h := newHarness(t, "redis-server", tasks.Options{}, registerFanOut(&closures))
+	inline := mcptest.NewClient(strings.TrimPrefix(strings.TrimSuffix(h.c.URL, "/mcp"), "http://"), false)
+	for _, way := range []string{"goroutines", "status", "nested"} {
+		t.Run(way, func(t *testing.T) {
+			id := h.create(t, "fanout", map[string]any{"way": way})
+			for range 5 {
+				res, err := h.srv.Advance(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status.Terminal() {
+					break
+				}
+			}
+			tk := h.c.Get(t, id)
+			t.Logf("durable: %s", tk.Error)
+			if tk.Status != "failed" || !strings.Contains(string(tk.Error), "must be called from the handler's goroutine") {
+				t.Errorf("durable: task %s, error %s; want failed with the rule", tk.Status, tk.Error)
+			}
+			r := inline.Call(t, "tools/call", map[string]any{"name": "fanout", "arguments": map[string]any{"way": way}})
+			if r.Error != nil {
+				t.Logf("inline: %s", r.Error.Message)
+			}
+			if r.Error == nil || !strings.Contains(r.Error.Message, "must be called from the handler's goroutine") {
+				t.Errorf("inline: %+v %s; want an error stating the rule", r.Error, r.Result)
+			}
+		})
+	}
+	if n := closures.Load(); n != 0 {
+		t.Errorf("%d closures of misused steps ran", n)
+	}
 }

@@ -54,8 +54,10 @@ type suspend struct {
 // journal: the tool's code changed while the task was in flight.
 type nondeterminism struct{ msg string }
 
-// run is the state of one execution of a handler.
+// run is the state of one execution of a handler. Only the handler's
+// goroutine touches it, which guard enforces for Step methods.
 type run struct {
+	guard
 	ctx       context.Context
 	mode      mode
 	taskID    string
@@ -106,6 +108,9 @@ func (r *run) appendEntry(e Entry) {
 }
 
 func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if err := r.enter("tasks.Do", name); err != nil {
+		return nil, err
+	}
 	if e, ok := r.next(name, KindDo); ok {
 		if e.Err != "" {
 			return nil, &StepError{Step: name, Message: e.Err}
@@ -127,7 +132,9 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 		if o.timeout > 0 {
 			ctx, cancel = context.WithTimeout(r.ctx, o.timeout)
 		}
+		r.stepping = true
 		v, err := callStep(ctx, fn)
+		r.stepping = false
 		cancel()
 		if err == nil {
 			r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
@@ -158,6 +165,9 @@ func callStep(ctx context.Context, fn func(context.Context) (json.RawMessage, er
 }
 
 func (r *run) sleep(name string, until func(time.Time) time.Time) error {
+	if err := r.enter("Step.Sleep", name); err != nil {
+		return err
+	}
 	now := r.now()
 	if e, ok := r.next(name, KindSleep); ok {
 		if now.Before(e.Until) {
@@ -194,6 +204,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions) (map[string]json.RawMessage, error) {
+	if err := r.enter("Step.Input", name); err != nil {
+		return nil, err
+	}
 	now := r.now()
 	if e, ok := r.next(name, KindInput); ok {
 		got, done := r.collect(e)
@@ -286,6 +299,8 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 			out = outcome{susp: &v}
 		case nondeterminism:
 			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
+		case misuse:
+			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
 		default:
 			out = outcome{failure: &ErrorObject{Code: CodeInternalError,
 				Message: fmt.Sprintf("tool handler panicked: %v", v)}}
@@ -293,7 +308,14 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 				r.w.log.Error("tool handler panicked", "task", r.taskID, "panic", v, "stack", string(debug.Stack()))
 			}
 		}
+		// A Step method called off the handler's goroutine broke the run:
+		// it fails, however the handler ended (unless the claim was lost,
+		// when nothing may be written).
+		if msg := r.failure(); msg != "" && (out.susp == nil || out.susp.kind != suspendStop) {
+			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: msg}}
+		}
 	}()
+	r.goroutine = goid()
 	res, err := h(r.ctx, &Step{r: r})
 	return outcome{result: res, err: err}
 }
