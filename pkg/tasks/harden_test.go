@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -295,5 +296,80 @@ func TestStepFromAnotherGoroutine(t *testing.T) {
 	}
 	if n := closures.Load(); n != 0 {
 		t.Errorf("%d closures of misused steps ran", n)
+	}
+}
+
+// panicky is a handler or step body that panics with a runtime error whose
+// text must not reach the client.
+func panicky() int {
+	var m map[string]int
+	//lint:ignore SA5000 the panic under test
+	m["x"] = 1 // assignment to entry in nil map
+	return m["x"]
+}
+
+// Panics in a handler or a step are logged on the server's logger with
+// their stack, and the client (inline error, or the task's error on
+// tasks/get) gets a generic message naming the incident, never the panic's
+// text.
+func TestPanicsAreLoggedNotSent(t *testing.T) {
+	logs := &logRecorder{}
+	h := newHarness(t, "redis-server", tasks.Options{Logger: logs.logger()}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "boom", Description: "panics"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, in struct {
+				Where string `json:"where"`
+			}) (*mcp.CallToolResult, error) {
+				if in.Where == "step" {
+					_, err := tasks.Do(st, "explode", func(context.Context) (int, error) { return panicky(), nil }, tasks.Retries(0))
+					return nil, err
+				}
+				return text(fmt.Sprint(panicky())), nil
+			})
+	})
+	inline := mcptest.NewClient(strings.TrimPrefix(strings.TrimSuffix(h.c.URL, "/mcp"), "http://"), false)
+	// check requires the client's message to be generic and to name an
+	// incident that a logged record with the panic and its stack carries.
+	check := func(t *testing.T, clientMsg, logMsg string) {
+		t.Helper()
+		if strings.Contains(clientMsg, "nil map") || !strings.Contains(clientMsg, "incident ") {
+			t.Errorf("client got %q: want a generic message naming an incident", clientMsg)
+		}
+		recs := logs.all(func(r logRecord) bool {
+			return r.Msg == logMsg && r.Attrs["incident"] != "" && strings.Contains(clientMsg, r.Attrs["incident"])
+		})
+		if len(recs) != 1 {
+			t.Fatalf("no single %q record for the incident in %q (have %d)", logMsg, clientMsg, len(recs))
+		}
+		r := recs[0]
+		if r.Level != slog.LevelError || !strings.Contains(r.Attrs["panic"], "assignment to entry in nil map") ||
+			!strings.Contains(r.Attrs["stack"], "tasks_test.panicky") || r.Attrs["tool"] != "boom" {
+			t.Errorf("log record %s %q %v: want ERROR with the panic, its stack (through panicky) and the tool", r.Level, r.Msg, r.Attrs)
+		}
+	}
+	for _, where := range []string{"handler", "step"} {
+		logMsg := map[string]string{"handler": "tool handler panicked", "step": "task step panicked"}[where]
+		t.Run(where+"/inline", func(t *testing.T) {
+			r := inline.Call(t, "tools/call", map[string]any{"name": "boom", "arguments": map[string]any{"where": where}})
+			if r.Error == nil {
+				t.Fatalf("inline call answered %s, want an error", r.Result)
+			}
+			check(t, r.Error.Message, logMsg)
+		})
+		t.Run(where+"/durable", func(t *testing.T) {
+			id := h.create(t, "boom", map[string]any{"where": where})
+			if _, err := h.srv.Advance(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+			tk := h.c.Get(t, id)
+			if tk.Status != "failed" {
+				t.Fatalf("task %s, want failed", tk.Status)
+			}
+			var e struct{ Message string }
+			_ = json.Unmarshal(tk.Error, &e)
+			check(t, e.Message, logMsg)
+			if recs := logs.all(func(r logRecord) bool { return r.Msg == logMsg && r.Attrs["task"] == id }); len(recs) != 1 {
+				t.Errorf("%d %q records name the task, want 1", len(recs), logMsg)
+			}
+		})
 	}
 }

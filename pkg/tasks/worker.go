@@ -78,6 +78,7 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
+		log: s.log, tool: c.Task.Tool,
 	}
 	var out outcome
 	if t == nil {
@@ -207,7 +208,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: msg}
 	}
-	v, err, cancelled := w.runStep(r, o, fn)
+	v, err, cancelled := w.runStep(r, name, o, fn)
 	if cancelled {
 		panic(suspend{kind: suspendCancelled})
 	}
@@ -228,7 +229,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 
 // runStep runs one attempt of a step with its deadline, watching for
 // cancellation of the task.
-func (w *worker) runStep(r *run, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
+func (w *worker) runStep(r *run, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
 	ctx := r.ctx
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -244,7 +245,7 @@ func (w *worker) runStep(r *run, o doOptions, fn func(context.Context) (json.Raw
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := callStep(sctx, fn)
+		v, err := r.callStep(sctx, name, fn)
 		done <- result{v, err}
 	}()
 	tick := time.NewTicker(w.s.opts.CancelPoll)
