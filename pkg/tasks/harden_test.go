@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -371,5 +372,110 @@ func TestPanicsAreLoggedNotSent(t *testing.T) {
 				t.Errorf("%d %q records name the task, want 1", len(recs), logMsg)
 			}
 		})
+	}
+}
+
+// auditTrail returns the audit records of task id as "event" or
+// "event status", in order, and checks that each names the principal.
+func auditTrail(t *testing.T, logs *logRecorder, id, principal string) []string {
+	t.Helper()
+	var trail []string
+	for _, r := range logs.all(func(r logRecord) bool { return r.Msg == tasks.AuditMessage && r.Attrs["task"] == id }) {
+		if r.Level != slog.LevelInfo || r.Attrs["principal"] != principal {
+			t.Errorf("audit record %s %v: want INFO with principal %q", r.Level, r.Attrs, principal)
+		}
+		e := r.Attrs["event"]
+		for _, k := range []string{"status", "keys", "resumed"} {
+			if v, ok := r.Attrs[k]; ok {
+				e += " " + k + "=" + v
+			}
+		}
+		trail = append(trail, e)
+	}
+	return trail
+}
+
+// The lifecycle of every task is in the log as "task audit" records a log
+// pipeline can select: created, input requested and answered, cancel
+// requested, and the terminal status (once, by whichever process made the
+// transition), each with the principal and the task id.
+func TestAuditLog(t *testing.T) {
+	logs := &logRecorder{}
+	stepStarted := make(chan struct{}, 1)
+	h := newHarness(t, "redis-server", tasks.Options{Logger: logs.logger(), CancelPoll: 10 * time.Millisecond}, func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "confirm", Description: "asks, then finishes"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				_, err := tasks.Elicit[struct {
+					OK bool `json:"ok"`
+				}](st, "ok", "OK?")
+				return text("done"), err
+			})
+		tasks.AddTool(s, &mcp.Tool{Name: "nap", Description: "sleeps"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				return text("done"), st.Sleep("nap", time.Hour)
+			})
+		tasks.AddTool(s, &mcp.Tool{Name: "block", Description: "a step that runs until cancelled"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				_, err := tasks.Do(st, "block", func(ctx context.Context) (int, error) {
+					stepStarted <- struct{}{}
+					<-ctx.Done()
+					return 0, ctx.Err()
+				})
+				return text("done"), err
+			})
+	})
+	ctx := t.Context()
+	advance := func(id string) {
+		t.Helper()
+		if _, err := h.srv.Advance(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(id string, trail ...string) {
+		t.Helper()
+		if got := auditTrail(t, logs, id, "anonymous"); !slices.Equal(got, trail) {
+			t.Errorf("audit trail of %s:\n got %q\nwant %q", id, got, trail)
+		}
+	}
+
+	// Created, input requested, answered, completed.
+	id := h.create(t, "confirm", nil)
+	advance(id)
+	h.c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"ok": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}})
+	advance(id)
+	want(id, "created", "input_requested keys=ok", "input_answered keys=ok resumed=true", "terminal status=completed")
+
+	// Cancelled while sleeping: at once, by tasks/cancel.
+	id = h.create(t, "nap", nil)
+	advance(id)
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id})
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id}) // again: no second terminal record
+	want(id, "created", "cancel_requested status=cancelled", "terminal status=cancelled",
+		"cancel_requested status=cancelled")
+
+	// Cancelled while a step runs: the worker ends it.
+	id = h.create(t, "block", nil)
+	done := make(chan struct{})
+	go func() { defer close(done); advance(id) }()
+	<-stepStarted
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id})
+	<-done
+	want(id, "created", "cancel_requested status=working", "terminal status=cancelled")
+
+	// Cancelled while a worker that then died held it: the next claim ends it.
+	id = h.create(t, "nap", nil)
+	if _, err := h.store.Claim(ctx, id, h.clock.Now(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id})
+	h.clock.Advance(2 * time.Second)
+	advance(id)
+	want(id, "created", "cancel_requested status=working", "terminal status=cancelled")
+
+	// Nobody else's calls leave audit records (they are unknown tasks).
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": tasks.NewID()})
+	if n := len(logs.all(func(r logRecord) bool { return r.Msg == tasks.AuditMessage && r.Attrs["event"] == "cancel_requested" })); n != 4 {
+		t.Errorf("%d cancel_requested records, want 4", n)
 	}
 }

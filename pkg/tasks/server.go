@@ -411,9 +411,15 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
-	_, err := s.store.Cancel(ctx, owner, id, s.now())
+	st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
+	}
+	if st != "" {
+		s.audit(ctx, AuditCancelRequested, owner, id, slog.String("status", string(st)))
+	}
+	if ended {
+		s.audit(ctx, AuditTerminal, owner, id, slog.String("status", string(st)))
 	}
 	if err != nil {
 		s.log.Error("tasks/cancel failed", "task", id, "err", err)
@@ -429,6 +435,9 @@ func (s *Server) update(ctx context.Context, owner, id string, responses map[str
 	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
+	}
+	if err == nil || resumed {
+		s.audit(ctx, AuditInputAnswered, owner, id, auditKeys(responses), slog.Bool("resumed", resumed))
 	}
 	if err != nil {
 		s.log.Error("tasks/update failed", "task", id, "err", err)
@@ -512,6 +521,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		s.log.Error("creating a task failed", "tool", t.name, "err", err)
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
 	}
+	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
 	if err := s.enqueue(ctx, task.ID, time.Time{}); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}

@@ -131,6 +131,10 @@ type Claim struct {
 	// Attempts is how many times the next unjournaled step has been
 	// claimed, this claim included: Claim charges one attempt.
 	Attempts int
+	// Ended reports that this Claim made the task terminal itself: it
+	// found the task's cancellation requested and no live lease (Gen is 0
+	// and the task is cancelled).
+	Ended bool
 }
 
 // Change is one fenced write by the holder of a claim.
@@ -205,8 +209,11 @@ type Store interface {
 	// Update delivers input responses. resumed reports whether the task
 	// left input_required because of them (the caller then enqueues it).
 	Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (resumed bool, err error)
-	// Cancel asks for cancellation and returns the status afterwards.
-	Cancel(ctx context.Context, owner, id string, now time.Time) (Status, error)
+	// Cancel asks for cancellation and returns the status afterwards;
+	// ended reports whether this call made the task terminal (false when
+	// it already was, or when a worker holds it and only CancelRequested
+	// was set).
+	Cancel(ctx context.Context, owner, id string, now time.Time) (st Status, ended bool, err error)
 
 	// Claim takes a lease on a runnable task for a worker and charges one
 	// attempt to its next step. A task parked for input (and not past its

@@ -60,6 +60,9 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		return AdvanceResult{}, err
 	}
 	if c.Gen == 0 {
+		if c.Ended {
+			w.auditTerminal(ctx, c)
+		}
 		res := AdvanceResult{Status: c.Task.Status, Skipped: true}
 		switch {
 		case c.Task.Status.Terminal():
@@ -160,6 +163,12 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		return res, err
 	}
 	res.Status = c.Task.Status
+	switch {
+	case res.Status.Terminal():
+		w.auditTerminal(ctx, c)
+	case res.Status == StatusInputRequired && ch.Park != nil:
+		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(ch.Park), slog.String("tool", c.Task.Tool))
+	}
 	if enqueue && !res.Status.Terminal() {
 		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
 			// The sweeper re-enqueues it: the write above is what counts.
@@ -167,6 +176,13 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		}
 	}
 	return res, nil
+}
+
+// auditTerminal logs the audit record of a transition to a terminal
+// status that c's holder just made.
+func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
+	w.s.audit(ctx, AuditTerminal, c.Task.Owner, c.Task.ID,
+		slog.String("status", string(c.Task.Status)), slog.String("tool", c.Task.Tool))
 }
 
 // commitKeep writes the run's pending journal and status under the claim,
@@ -183,6 +199,7 @@ func (w *worker) commitKeep(r *run, ch *Change) {
 	}
 	r.pending, r.statusDirty = nil, false
 	if r.claim.Task.Status.Terminal() {
+		w.auditTerminal(r.ctx, r.claim) // cancellation was requested
 		panic(suspend{kind: suspendStop})
 	}
 }

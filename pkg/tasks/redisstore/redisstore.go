@@ -302,25 +302,30 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 }
 
 // Cancel implements tasks.Store.
-func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
+func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
 	if owner == "" || !tasks.ValidID(id) {
-		return "", tasks.ErrNotFound
+		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	st, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
+	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
-		return "", tasks.ErrNotFound
+		return "", false, tasks.ErrNotFound
+	}
+	if err == nil && len(arr) != 2 {
+		err = fmt.Errorf("unexpected reply of %d elements", len(arr))
 	}
 	if err != nil {
-		return "", fmt.Errorf("redisstore: cancel %s: %w", id, err)
+		return "", false, fmt.Errorf("redisstore: cancel %s: %w", id, err)
 	}
+	st, _ := arr[0].ToString()
+	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
 	if status.Terminal() {
 		if err := s.Schedule(ctx, id, time.Time{}); err != nil {
-			return status, err
+			return status, ended == 1, err
 		}
 	}
-	return status, nil
+	return status, ended == 1, nil
 }
 
 // Claim implements tasks.Store.
@@ -359,7 +364,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 			task.WakeAt = time.UnixMilli(wake).UTC()
 		}
 		return &tasks.Claim{Task: task}, nil
-	case "T":
+	case "T", "X":
 		h, err := arr[4].AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
@@ -369,7 +374,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 			return nil, err
 		}
 		_ = s.Schedule(ctx, id, time.Time{})
-		return &tasks.Claim{Task: task}, nil
+		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
 	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()

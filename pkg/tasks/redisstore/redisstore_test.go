@@ -212,7 +212,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			id3 := create(&tasks.NewTask{})
 			tk3, _, _, _ := s.keys(id3)
 			c3 := claim(id3, now)
-			if _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
+			if _, _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			k.check("cancel requested", tk3)
@@ -223,7 +223,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			commit(c4, &tasks.Change{Now: now, Park: reqs, ParkAny: true})
 			update(id4, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
 			k.check("park any resumed", s.dueKey())
-			if _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
+			if _, _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			k.check("cancelled queued")
@@ -305,7 +305,7 @@ func TestNonTaskKeysUntouched(t *testing.T) {
 			if _, err := s.Update(ctx, "alice", "queue", map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, tasks.ErrNotFound) {
 				t.Errorf("Update(queue) = %v, want ErrNotFound", err)
 			}
-			if _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, tasks.ErrNotFound) {
+			if _, _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, tasks.ErrNotFound) {
 				t.Errorf("Cancel(queue) = %v, want ErrNotFound", err)
 			}
 			if _, err := s.Claim(ctx, "queue", now, time.Minute); !errors.Is(err, tasks.ErrNotFound) {

@@ -117,26 +117,27 @@ redis.call('HSET', KEYS[1], 'updated', ARGV[2])
 return 1
 `, true)
 
-// cancelScript: KEYS t p; ARGV owner now. Returns the status afterwards or
-// false when not found.
+// cancelScript: KEYS t p; ARGV owner now. Returns {status afterwards,
+// 1 if this call ended the task else 0}, or false when not found.
 var cancelScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
-if terminal(h[2]) then return h[2] end
+if terminal(h[2]) then return {h[2], 0} end
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], 'cancel', '1')
-  return h[2]
+  return {h[2], 0}
 end
 redis.call('DEL', KEYS[2])
 redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
-return 'cancelled'
+return {'cancelled', 1}
 `, true)
 
 // claimScript: KEYS t p j r; ARGV now leaseMs.
 // Returns {code, gen, att, wake, taskHash, journal, responses} where code is
-// NF (not found), T (terminal), L (leased), P (parked for input), W
-// (sleeping until wake) or C (claimed).
+// NF (not found), T (terminal), X (made terminal here: cancellation was
+// requested), L (leased), P (parked for input), W (sleeping until wake) or C
+// (claimed).
 var claimScript = newScript(luaTerminal+`
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
@@ -149,7 +150,7 @@ if h[3] == '1' then
   redis.call('DEL', KEYS[2])
   redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
-  return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
+  return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
 if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
 if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end

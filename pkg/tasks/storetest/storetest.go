@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"CancelUnleased", testCancelUnleased},
 		{"CancelLeased", testCancelLeased},
 		{"CancelRequestedThenLeaseExpired", testCancelThenLeaseExpired},
+		{"CancelReportsEnded", testCancelReportsEnded},
 		{"Terminal", testTerminal},
 		{"DueSchedule", testDueSchedule},
 		{"RaceUpdateCancelComplete", testRaceUpdateCancelComplete},
@@ -207,11 +208,22 @@ func (f *fixture) update(id string, resp map[string]json.RawMessage, now time.Ti
 
 func (f *fixture) cancel(id string, now time.Time) tasks.Status {
 	f.t.Helper()
-	st, err := f.s.Cancel(f.ctx, owner, id, now)
+	st, _ := f.cancelEnded(id, now)
+	return st
+}
+
+// cancelEnded cancels id as its owner and returns the status afterwards
+// and whether this call ended the task.
+func (f *fixture) cancelEnded(id string, now time.Time) (tasks.Status, bool) {
+	f.t.Helper()
+	st, ended, err := f.s.Cancel(f.ctx, owner, id, now)
 	if err != nil {
 		f.t.Fatalf("Cancel(%s): %v", id, err)
 	}
-	return st
+	if ended && st != tasks.StatusCancelled {
+		f.t.Errorf("Cancel(%s) = %s and ended: a cancel that ends a task makes it cancelled", id, st)
+	}
+	return st, ended
 }
 
 func (f *fixture) wantStatus(id string, want tasks.Status) *tasks.Task {
@@ -411,7 +423,7 @@ func testForeignIDs(f *fixture) {
 		if _, err := f.s.Update(f.ctx, owner, id, map[string]json.RawMessage{"k": raw(`1`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Update(%q) = %v, want ErrNotFound", id, err)
 		}
-		if _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Cancel(%q) = %v, want ErrNotFound", id, err)
 		}
 		if _, err := f.s.Claim(f.ctx, id, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
@@ -518,7 +530,7 @@ func testTTL(f *fixture) {
 	if _, err := f.s.Update(f.ctx, owner, nt.ID, map[string]json.RawMessage{"k": raw(`1`)}, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Update after expiry = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Cancel after expiry = %v, want ErrNotFound", err)
 	}
 }
@@ -926,7 +938,7 @@ func testUpdateCancelByOthers(f *fixture) {
 		if _, err := f.s.Update(f.ctx, who, id, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
 		}
-		if _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Cancel by %q = %v, want ErrNotFound", who, err)
 		}
 	}
@@ -934,7 +946,7 @@ func testUpdateCancelByOthers(f *fixture) {
 	if _, err := f.s.Update(f.ctx, owner, unknown, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Update of an unknown id = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Cancel of an unknown id = %v, want ErrNotFound", err)
 	}
 	// Nothing changed.
@@ -1096,6 +1108,42 @@ func testCancelThenLeaseExpired(f *fixture) {
 	f.wantStatus(id, tasks.StatusCancelled)
 	f.commitFenced(c, &tasks.Change{Now: f.at(lease + time.Second), Release: true})
 	f.wantStatus(id, tasks.StatusCancelled)
+}
+
+// Cancel and Claim say when they made a task terminal themselves (the
+// engine logs that transition once); asking again, or a task that ended
+// otherwise, reports nothing ended.
+func testCancelReportsEnded(f *fixture) {
+	id, _ := f.park(requests(), false, time.Time{})
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCancelled || !ended {
+		f.t.Errorf("Cancel of a parked task = %s, ended %v; want cancelled, ended", st, ended)
+	}
+	if _, ended := f.cancelEnded(id, f.at(2*time.Second)); ended {
+		f.t.Errorf("a second Cancel reported ending the task")
+	}
+
+	id = f.create()
+	c := f.claim(id, f.now)
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusWorking || ended {
+		f.t.Errorf("Cancel of a leased task = %s, ended %v; want working, not ended", st, ended)
+	}
+	if c.Ended {
+		f.t.Errorf("a lease-taking Claim reported Ended")
+	}
+	nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
+	if nc.Task.Status != tasks.StatusCancelled || !nc.Ended {
+		f.t.Errorf("Claim after the lease expired: %s, Ended %v; want cancelled, Ended", nc.Task.Status, nc.Ended)
+	}
+	if again := f.claimNoLease(id, f.at(lease+time.Second)); again.Ended {
+		f.t.Errorf("a second Claim of the cancelled task reported Ended")
+	}
+
+	id = f.create()
+	c = f.claim(id, f.now)
+	f.commit(c, &tasks.Change{Now: f.now, Complete: raw(`{}`)})
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCompleted || ended {
+		f.t.Errorf("Cancel of a completed task = %s, ended %v; want completed, not ended", st, ended)
+	}
 }
 
 func testTerminal(f *fixture) {
@@ -1360,6 +1408,7 @@ func raceUpdateCancelComplete(f *fixture) {
 		mu          sync.Mutex
 		completedBy []int              // goroutines whose Complete was accepted
 		cancelSaw   []tasks.Status     // what Cancel answered
+		cancelEnded int                // Cancels that reported ending the task
 		getSaw      []tasks.Status     // terminal statuses seen by Get afterwards
 		resumes     int                // Updates that reported resumed
 		errs        []error            // unexpected errors
@@ -1385,10 +1434,14 @@ func raceUpdateCancelComplete(f *fixture) {
 				}
 			case 1:
 				var st tasks.Status
-				st, err = f.s.Cancel(f.ctx, owner, id, now)
+				var ended bool
+				st, ended, err = f.s.Cancel(f.ctx, owner, id, now)
 				if err == nil {
 					mu.Lock()
 					cancelSaw = append(cancelSaw, st)
+					if ended {
+						cancelEnded++
+					}
 					mu.Unlock()
 				}
 			case 2:
@@ -1431,6 +1484,10 @@ func raceUpdateCancelComplete(f *fixture) {
 	if resumes > 1 {
 		f.t.Errorf("%d Updates reported resumed, want at most 1", resumes)
 	}
+	// Exactly one racer made the task terminal, and it knows it.
+	if n := cancelEnded + len(completedBy); n != 1 {
+		f.t.Errorf("%d Cancels reported ending the task and %d Completes were accepted: want exactly one transition", cancelEnded, len(completedBy))
+	}
 	switch final.Status {
 	case tasks.StatusCompleted:
 		if len(completedBy) != 1 {
@@ -1460,15 +1517,15 @@ func raceUpdateCancelComplete(f *fixture) {
 
 	// And it never changes afterwards.
 	later := f.at(lease + time.Hour)
-	if st := f.cancel(id, later); st != final.Status {
-		f.t.Errorf("Cancel after the race = %s, want %s", st, final.Status)
+	if st, ended := f.cancelEnded(id, later); st != final.Status || ended {
+		f.t.Errorf("Cancel after the race = %s, ended %v; want %s, not ended", st, ended, final.Status)
 	}
 	if f.update(id, map[string]json.RawMessage{keys[0]: raw(`"late"`), keys[1]: raw(`"late"`)}, later) {
 		f.t.Errorf("Update after the race resumed the task")
 	}
 	f.commitFenced(copyClaim(c), &tasks.Change{Now: later, Fail: &tasks.ErrorObject{Code: 1, Message: "late"}})
-	if nc := f.claimNoLease(id, later); nc.Task.Status != final.Status {
-		f.t.Errorf("Claim after the race: status %s, want %s", nc.Task.Status, final.Status)
+	if nc := f.claimNoLease(id, later); nc.Task.Status != final.Status || nc.Ended {
+		f.t.Errorf("Claim after the race: status %s, ended %v; want %s, not ended", nc.Task.Status, nc.Ended, final.Status)
 	}
 	again := f.get(id)
 	if again.Status != final.Status || !jsonEqual(again.Result, final.Result) || again.Error != nil ||
