@@ -72,6 +72,8 @@
 // never change; a journaled step is never recomputed and two workers never
 // advance one task at once; every task is bound to the principal that
 // created it, and a task owned by someone else answers exactly like an
-// unknown one; any process may die at any instant and every task still
-// progresses once processes are back.
+// unknown one, as does an id the server never issued ([ValidID]); any
+// process may die at any instant and every task still progresses once
+// processes are back; with [Options.MaxLiveTasks], no principal has more
+// live tasks than the limit, however many creations race.
 package tasks

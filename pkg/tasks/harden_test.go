@@ -479,3 +479,37 @@ func TestAuditLog(t *testing.T) {
 		t.Errorf("%d cancel_requested records, want 4", n)
 	}
 }
+
+// Options.MaxLiveTasks caps a principal's live tasks: over it a
+// task-creating tools/call answers CodeTooManyTasks (the same on the lean
+// and the go-sdk path) and creates nothing; a task that ends frees its
+// place; inline calls create no task and are not counted.
+func TestLiveTaskLimit(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		logs := &logRecorder{}
+		h := newHarness(t, backend, tasks.Options{MaxLiveTasks: 1, Logger: logs.logger()}, registerNoop(1))
+		first := h.create(t, "ask", nil)
+		created := func() int {
+			return len(logs.all(func(r logRecord) bool { return r.Msg == tasks.AuditMessage && r.Attrs["event"] == "created" }))
+		}
+		for _, c := range []*mcptest.Client{h.c, h.sdk} {
+			r := c.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+			if r.Error == nil || r.Error.Code != tasks.CodeTooManyTasks || r.HTTP != 200 ||
+				!strings.Contains(r.Error.Message, "too many live tasks") || string(r.Error.Data) != `{"maxLiveTasks":1}` {
+				t.Errorf("second task: HTTP %d %+v %s; want HTTP 200, %d too many live tasks", r.HTTP, r.Error, r.Result, tasks.CodeTooManyTasks)
+			}
+		}
+		if n := created(); n != 1 {
+			t.Errorf("%d tasks created, want 1", n)
+		}
+		inline := mcptest.NewClient(strings.TrimPrefix(strings.TrimSuffix(h.c.URL, "/mcp"), "http://"), false)
+		if r := inline.Call(t, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}); r.Error != nil {
+			t.Errorf("inline call at the limit: %+v", r.Error)
+		}
+		h.c.Call(t, "tasks/cancel", map[string]any{"taskId": first})
+		h.create(t, "ask", nil)
+		if n := created(); n != 2 {
+			t.Errorf("%d tasks created, want 2", n)
+		}
+	})
+}

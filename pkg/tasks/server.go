@@ -80,6 +80,13 @@ type Options struct {
 	DisableLeanPath bool
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
+	// MaxLiveTasks limits how many live (created, not yet terminal, not
+	// expired) tasks one principal may have; 0 means no limit. A
+	// task-creating tools/call over the limit answers CodeTooManyTasks and
+	// creates nothing. The Store enforces it atomically (see
+	// NewTask.MaxLive). Under Anonymous every caller shares one principal,
+	// so the limit then applies to the whole server.
+	MaxLiveTasks int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -128,6 +135,7 @@ func (o *Options) fill() {
 	if o.StateTTL <= 0 {
 		o.StateTTL = 10 * time.Minute
 	}
+	o.MaxLiveTasks = max(o.MaxLiveTasks, 0)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -291,6 +299,14 @@ func missingCapability() error {
 	}})
 	return &jsonrpc.Error{Code: CodeMissingCapabilities,
 		Message: "this request requires the client capability extensions[\"" + ExtensionID + "\"]", Data: data}
+}
+
+// tooManyTasks is the error of a creation over Options.MaxLiveTasks.
+func tooManyTasks(limit int) error {
+	data, _ := json.Marshal(map[string]int{"maxLiveTasks": limit})
+	return &jsonrpc.Error{Code: CodeTooManyTasks, Data: data, Message: fmt.Sprintf(
+		"too many live tasks: this principal already has %d tasks that have not ended, the limit; "+
+			"wait for one to end, or cancel one, and call again", limit)}
 }
 
 func errUnknownTask(id string) error {
@@ -507,7 +523,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
 	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
-		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval}
+		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks}
 	if t.inputFirst {
 		res, journal, responses, err := preflight(args)
 		if res != nil || err != nil {
@@ -517,6 +533,9 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	}
 	nt.Now = s.now()
 	task, err := s.store.Create(ctx, nt)
+	if errors.Is(err, ErrTooManyTasks) {
+		return nil, tooManyTasks(nt.MaxLive)
+	}
 	if err != nil {
 		s.log.Error("creating a task failed", "tool", t.name, "err", err)
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}

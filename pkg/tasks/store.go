@@ -39,6 +39,9 @@ var (
 	ErrLeased = errors.New("task is leased by another worker")
 	// ErrExists means Create was given an id that is already in use.
 	ErrExists = errors.New("task id already exists")
+	// ErrTooManyTasks means Create refused a task because its owner has
+	// NewTask.MaxLive live tasks already; nothing was created.
+	ErrTooManyTasks = errors.New("too many live tasks for this principal")
 )
 
 // Task is the durable record of one task, in engine terms. The wire shapes
@@ -88,6 +91,11 @@ type NewTask struct {
 	// synchronously (input gathered over MRTR before the task was created).
 	Journal   []Entry
 	Responses map[string]json.RawMessage
+	// MaxLive, when positive, makes Create refuse the task with
+	// ErrTooManyTasks if Owner already has that many live (created, not
+	// yet terminal, not expired) tasks. The check and the count are
+	// atomic: concurrent creations never exceed it.
+	MaxLive int
 }
 
 // EntryKind is the kind of a journaled step.

@@ -18,10 +18,24 @@
 // <prefix>due (its own slot, itself expiring) indexes the next time the
 // sweeper must look at each live task; it is only a hint: the sweeper
 // re-derives what to do from the task record.
+//
+// When a creation carries a limit (tasks.NewTask.MaxLive), a sorted set
+// <prefix>live:<h> per principal (h: a hash of the principal) holds the ids
+// of the principal's live tasks, scored by their expiry. It has its own
+// Cluster slot, so it is never in a script with task keys: a creation first
+// reserves a place in it (one atomic script: drop expired members, refuse
+// when full, add), then creates the task; a terminal transition removes the
+// id in the round trip that already drops it from the due index. A removal
+// lost with a crashed process only keeps the place taken until a full set
+// makes the next creation look up its members and drop those whose task
+// ended; a reservation whose creation never happened keeps its place until
+// its expiry. The set expires with its last member.
 package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +94,96 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 }
 
 func (s *Store) dueKey() string { return s.prefix + "due" }
+
+// liveKey is the sorted set of owner's live tasks (see the package doc).
+func (s *Store) liveKey(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return s.prefix + "live:" + hex.EncodeToString(h[:16])
+}
+
+// ended returns the commands that drop a task that just ended from the due
+// index and from its owner's live set.
+func (s *Store) ended(id, owner string) []rueidis.Completed {
+	cmds := s.schedule(id, time.Time{})
+	if owner != "" {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.liveKey(owner)).Member(id).Build())
+	}
+	return cmds
+}
+
+// forget runs ended's commands.
+func (s *Store) forget(ctx context.Context, id, owner string) error {
+	for _, r := range s.c.DoMulti(ctx, s.ended(id, owner)...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("redisstore: unindex %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// reserve takes a place for nt in its owner's live set, or answers
+// tasks.ErrTooManyTasks. added is false when the id already held one. A
+// full set is checked once for members whose task ended (a removal lost
+// with a crashed process); they are dropped and the reservation retried.
+func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (added bool, err error) {
+	key := s.liveKey(nt.Owner)
+	args := []string{ms(nt.Now), nt.ID, ms(exp), strconv.Itoa(nt.MaxLive)}
+	for attempt := 0; ; attempt++ {
+		msg, err := reserveScript.lua.Exec(ctx, s.c, []string{key}, args).ToMessage()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
+		}
+		if msg.IsInt64() {
+			n, _ := msg.AsInt64()
+			return n == 1, nil
+		}
+		members, err := msg.AsStrSlice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
+		}
+		if attempt > 0 {
+			return false, tasks.ErrTooManyTasks
+		}
+		if n, err := s.dropEnded(ctx, key, members); err != nil || n == 0 {
+			return false, errors.Join(tasks.ErrTooManyTasks, err)
+		}
+	}
+}
+
+// dropEnded removes from the live set key the members whose task is
+// terminal, and returns how many it removed. A member whose task is missing
+// is kept: its creation may be under way.
+func (s *Store) dropEnded(ctx context.Context, key string, members []string) (int, error) {
+	var ids []string
+	var cmds []rueidis.Completed
+	for _, id := range members {
+		if tasks.ValidID(id) {
+			t, _, _, _ := s.keys(id)
+			ids = append(ids, id)
+			cmds = append(cmds, s.c.B().Hget().Key(t).Field("status").Build())
+		}
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	var gone []string
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		st, err := r.ToString()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return 0, fmt.Errorf("redisstore: checking live tasks: %w", err)
+		}
+		if tasks.Status(st).Terminal() {
+			gone = append(gone, ids[i])
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(key).Member(gone...).Build()).Error(); err != nil {
+		return 0, fmt.Errorf("redisstore: dropping ended live tasks: %w", err)
+	}
+	return len(gone), nil
+}
 
 // exec runs sc in one round trip together with the commands in before and
 // after (pipelined in that order), and returns the script's result and the
@@ -152,6 +256,14 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	for k, v := range nt.Responses {
 		args = append(args, k, string(v))
 	}
+	// The owner's place under a limit first: nothing is created without one.
+	reserved := false
+	if nt.MaxLive > 0 {
+		var err error
+		if reserved, err = s.reserve(ctx, nt, exp); err != nil {
+			return nil, err
+		}
+	}
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
@@ -161,6 +273,10 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		// Created but not indexed: the handle must not go out, since a lost
 		// enqueue could then never be recovered. The task expires unused.
 		err = indexErr
+	}
+	if (err != nil || n == 0) && reserved {
+		// Give the place back (best effort: else it is held until exp).
+		_ = s.c.Do(ctx, s.c.B().Zrem().Key(s.liveKey(nt.Owner)).Member(nt.ID).Build()).Error()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
@@ -321,7 +437,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
 	if status.Terminal() {
-		if err := s.Schedule(ctx, id, time.Time{}); err != nil {
+		if err := s.forget(ctx, id, owner); err != nil {
 			return status, ended == 1, err
 		}
 	}
@@ -373,7 +489,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		if err != nil {
 			return nil, err
 		}
-		_ = s.Schedule(ctx, id, time.Time{})
+		_ = s.forget(ctx, id, task.Owner)
 		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
 	}
 	gen, _ := arr[1].AsInt64()
@@ -512,7 +628,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	switch {
 	case ended:
-		return s.Schedule(ctx, id, time.Time{})
+		return s.forget(ctx, id, c.Task.Owner)
 	case !due.IsZero():
 		return s.Schedule(ctx, id, due)
 	}

@@ -57,6 +57,21 @@ if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 return 1
 `, false)
 
+// reserveScript: KEYS live; ARGV now id exp max. Takes a place for id in
+// an owner's live set (members are task ids scored by their expiry): drops
+// expired members, then returns 2 if id holds a place already, the members
+// if the set is full, else adds id, keeps the set expiring with its last
+// member and returns 1. One key: Cluster-safe.
+var reserveScript = newScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 2 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return redis.call('ZRANGE', KEYS[1], 0, -1) end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+return 1
+`, true)
+
 // getScript: KEYS t p; ARGV owner (empty: no check). Returns {task hash,
 // outstanding input hash}, or false when the task is missing or owned by
 // someone else. Read-only, so retryable.

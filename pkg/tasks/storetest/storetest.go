@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,6 +87,8 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"RaceUpdateCancelComplete", testRaceUpdateCancelComplete},
 		{"CommitWithoutLeaseFenced", testCommitWithoutLease},
 		{"RaceClaim", testRaceClaim},
+		{"LiveLimit", testLiveLimit},
+		{"LiveLimitRace", testLiveLimitRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1579,5 +1582,119 @@ func testRaceClaim(f *fixture) {
 	next := f.claim(id, f.now)
 	if next.Gen <= w.Gen || len(next.Journal) != 1 {
 		f.t.Errorf("next claim: Gen %d (winner %d), journal %d entries; want higher Gen and 1 entry", next.Gen, w.Gen, len(next.Journal))
+	}
+}
+
+// NewTask.MaxLive bounds an owner's live tasks: over it Create answers
+// ErrTooManyTasks and creates nothing; every way a task ends (complete,
+// fail, cancel at once, cancel through the worker, cancel by a later claim)
+// frees its place; other owners and expired tasks do not count.
+func testLiveLimit(f *fixture) {
+	const limit = 2
+	create := func(who string) (string, error) {
+		f.t.Helper()
+		nt := f.newTask()
+		nt.Owner, nt.MaxLive = who, limit
+		_, err := f.s.Create(f.ctx, nt)
+		return nt.ID, err
+	}
+	mustCreate := func(why string) string {
+		f.t.Helper()
+		id, err := create(owner)
+		if err != nil {
+			f.t.Fatalf("Create %s: %v", why, err)
+		}
+		return id
+	}
+	mustRefuse := func(why string) {
+		f.t.Helper()
+		id, err := create(owner)
+		if !errors.Is(err, tasks.ErrTooManyTasks) {
+			f.t.Fatalf("Create %s = %v, want ErrTooManyTasks", why, err)
+		}
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("a refused Create left a task behind: Get = %v", err)
+		}
+		if ids, _ := dueIDs(f, f.at(24*time.Hour), 10000); slices.Contains(ids, id) {
+			f.t.Errorf("a refused Create left an entry in the due index")
+		}
+	}
+	a, b := mustCreate("one"), mustCreate("two")
+	mustRefuse("over the limit")
+	if _, err := create(stranger); err != nil {
+		f.t.Errorf("another owner's Create = %v, want it unaffected", err)
+	}
+	// Tasks created without a limit are not counted.
+	if _, err := f.s.Create(f.ctx, f.newTask()); err != nil {
+		f.t.Fatalf("Create without a limit: %v", err)
+	}
+	mustRefuse("still over the limit")
+
+	// Completing one frees a place.
+	f.commit(f.claim(a, f.now), &tasks.Change{Now: f.now, Complete: raw(`{}`)})
+	c := mustCreate("after a completion")
+	mustRefuse("full again")
+	// So does failing.
+	f.commit(f.claim(b, f.now), &tasks.Change{Now: f.now, Fail: &tasks.ErrorObject{Code: 1, Message: "x"}})
+	d := mustCreate("after a failure")
+	// Cancelling a queued task at once.
+	f.cancel(c, f.now)
+	e := mustCreate("after a cancel")
+	mustRefuse("full again")
+	// A running task whose cancellation was requested still counts, until
+	// its holder commits ...
+	hold := f.claim(d, f.now)
+	f.cancel(d, f.at(time.Second))
+	mustRefuse("while a cancelled task still runs")
+	f.commit(hold, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
+	mustCreate("after the holder's commit ended it")
+	// ... or, its holder dead, the next claim ends it.
+	f.claim(e, f.now)
+	f.cancel(e, f.at(time.Second))
+	mustRefuse("while a cancelled task is held")
+	if nc := f.claimNoLease(e, f.at(lease+time.Millisecond)); nc.Task.Status != tasks.StatusCancelled {
+		f.t.Fatalf("Claim after the lease expired: %s, want cancelled", nc.Task.Status)
+	}
+	mustCreate("after a claim ended it")
+	mustRefuse("full again")
+
+	// Tasks past their TTL no longer count (by the creation's clock).
+	const carol = "iss-a|carol"
+	for i := range limit + 1 {
+		nt := f.newTask()
+		nt.Owner, nt.MaxLive, nt.TTL = carol, limit, time.Minute
+		if i == limit {
+			nt.Now = f.at(time.Minute + time.Millisecond)
+		}
+		if _, err := f.s.Create(f.ctx, nt); err != nil {
+			f.t.Fatalf("Create %d of %s (the last after the others expired): %v", i, carol, err)
+		}
+	}
+}
+
+// Concurrent creations never exceed the limit.
+func testLiveLimitRace(f *fixture) {
+	const limit = 5
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range racers {
+		wg.Go(func() {
+			<-start
+			nt := f.newTask()
+			nt.MaxLive = limit
+			_, err := f.s.Create(f.ctx, nt)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case !errors.Is(err, tasks.ErrTooManyTasks):
+				f.t.Errorf("Create: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := created.Load(); n != limit {
+		f.t.Errorf("%d of %d concurrent creations succeeded, want exactly the limit %d", n, racers, limit)
 	}
 }
