@@ -385,8 +385,14 @@ func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
 // process dies before the caller enqueues the task, the sweeper finds it
 // within the grace), and it is set outright, so a sweeper that read the
 // parked task's time before fails its compare-and-set instead of pushing
-// the resumed task back to its expiry. A foreign, unknown or non-resuming
-// update costs one round trip; a resuming one two, as before.
+// the resumed task back to its expiry. (On Redis Cluster the two commands
+// go to different nodes and their order is not guaranteed, as for every
+// pipeline here that mixes the due index with task keys: the entry still
+// ends at now+grace, since a sweeper's compare-and-set from the old time
+// either fails or is overwritten, but a process that dies between them may
+// leave the resumed task to be found at its old time.) A foreign, unknown
+// or non-resuming update costs one round trip; a resuming one two, as
+// before.
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
 	if owner == "" || !tasks.ValidID(id) {
 		return false, tasks.ErrNotFound
