@@ -36,10 +36,10 @@ type worker struct {
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
 // steps, within Options.MaxDuration minus Options.SafetyMargin. It is what a
 // queue-triggered function calls for each message; it is idempotent, so
-// duplicate or late deliveries are harmless. An id the server never issued
-// is skipped as not found. A returned error means the
-// message should be redelivered (the store was unreachable); every outcome
-// of the task itself, including its failure, is a nil error.
+// duplicate or late deliveries are harmless, and an id the server never
+// issued is skipped as not found. A returned error means the message should
+// be redelivered (the store was unreachable); every outcome of the task
+// itself, including its failure, is a nil error.
 func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) {
 	if !ValidID(id) {
 		// Never issued (see ValidID): no task, and nothing to redeliver.
