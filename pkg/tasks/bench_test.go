@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func registerNoop(steps int) func(*tasks.Server) {
 func BenchmarkWorkflow10Steps(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
-			h := newHarness(b, backend, tasks.Options{}, registerNoop(10))
+			h := newHarness(b, backend, benchOptions(), registerNoop(10))
 			ctx := context.Background()
 			ids := make([]string, b.N)
 			for i := range ids {
@@ -76,7 +77,7 @@ func BenchmarkWorkflow10Steps(b *testing.B) {
 func BenchmarkOps(b *testing.B) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
-			h := newHarness(b, backend, tasks.Options{}, registerNoop(1))
+			h := newHarness(b, backend, benchOptions(), registerNoop(1))
 			ctx := context.Background()
 			var created mcptest.Task
 			h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &created)
@@ -138,7 +139,7 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkTasksGetHTTP measures tasks/get over loopback HTTP on a real
 // redis-server, through the go-sdk and through the lean path, side by side.
 func BenchmarkTasksGetHTTP(b *testing.B) {
-	h := newHarness(b, "redis-server", tasks.Options{}, registerNoop(1))
+	h := newHarness(b, "redis-server", benchOptions(), registerNoop(1))
 	var created mcptest.Task
 	h.c.Call(b, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}).Decode(b, &created)
 	for _, path := range []struct {
@@ -163,7 +164,7 @@ func BenchmarkTasksGetHTTP(b *testing.B) {
 // BenchmarkCreateHTTP measures a task-creating tools/call over loopback
 // HTTP on a real redis-server (the slowest request path).
 func BenchmarkCreateHTTP(b *testing.B) {
-	h := newHarness(b, "redis-server", tasks.Options{}, registerNoop(1))
+	h := newHarness(b, "redis-server", benchOptions(), registerNoop(1))
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
 		c := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(h.c.URL, "http://"), "/mcp"), true)
@@ -174,4 +175,10 @@ func BenchmarkCreateHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchOptions are the server options of the benchmarks: the defaults, with
+// the log (the audit records of every created task) discarded.
+func benchOptions() tasks.Options {
+	return tasks.Options{Logger: slog.New(slog.DiscardHandler)}
 }

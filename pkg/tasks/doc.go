@@ -41,12 +41,39 @@
 // inline, within the request (input over MRTR rounds with a sealed
 // requestState), and a -32021 error for a [Required] one.
 //
+// # Audit log
+//
+// The server records the lifecycle of every task as structured INFO records
+// on [Options.Logger] whose message is "task audit" ([AuditMessage]); a log
+// pipeline selects them by that message. Their attributes:
+//
+//   - event: created, input_requested, input_answered, cancel_requested or
+//     terminal (the Audit* constants);
+//   - principal: the task's owner (the verified principal, "anonymous"
+//     under Options.Anonymous);
+//   - task: the task id;
+//   - tool: the tool's name (on created, input_requested, and terminal
+//     when a worker made the transition);
+//   - status: the status right after a cancel_requested; the terminal
+//     status (completed, failed, cancelled) of a terminal record;
+//   - keys: the input keys asked for (input_requested) or answered
+//     (input_answered), sorted and comma-separated;
+//   - resumed: whether an input_answered resumed the task.
+//
+// A task has one terminal record, logged by the process that made the
+// transition (a worker, or the endpoint for a tasks/cancel that ends a
+// parked or queued task). Calls that name an unknown task, or another
+// principal's, are not task events and leave no audit record; a task that
+// expires (its TTL passed) is not a transition either.
+//
 // # What this package guarantees
 //
 // A handle is returned only once the task is durable; terminal states
 // never change; a journaled step is never recomputed and two workers never
 // advance one task at once; every task is bound to the principal that
 // created it, and a task owned by someone else answers exactly like an
-// unknown one; any process may die at any instant and every task still
-// progresses once processes are back.
+// unknown one, as does an id the server never issued ([ValidID]); any
+// process may die at any instant and every task still progresses once
+// processes are back; with [Options.MaxLiveTasks], no principal has more
+// live tasks than the limit, however many creations race.
 package tasks

@@ -2,9 +2,12 @@ package tasks
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -54,8 +57,10 @@ type suspend struct {
 // journal: the tool's code changed while the task was in flight.
 type nondeterminism struct{ msg string }
 
-// run is the state of one execution of a handler.
+// run is the state of one execution of a handler. Only the handler's
+// goroutine touches it, which guard enforces for Step methods.
 type run struct {
+	guard
 	ctx       context.Context
 	mode      mode
 	taskID    string
@@ -63,6 +68,9 @@ type run struct {
 	cursor    int
 	responses map[string]json.RawMessage
 	now       func() time.Time
+	// log and tool are for the records of panics (see recovered).
+	log  *slog.Logger
+	tool string
 
 	statusMsg   string
 	statusDirty bool
@@ -106,6 +114,9 @@ func (r *run) appendEntry(e Entry) {
 }
 
 func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if err := r.enter("tasks.Do", name); err != nil {
+		return nil, err
+	}
 	if e, ok := r.next(name, KindDo); ok {
 		if e.Err != "" {
 			return nil, &StepError{Step: name, Message: e.Err}
@@ -127,7 +138,9 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 		if o.timeout > 0 {
 			ctx, cancel = context.WithTimeout(r.ctx, o.timeout)
 		}
-		v, err := callStep(ctx, fn)
+		r.stepping = true
+		v, err := r.callStep(ctx, name, fn)
+		r.stepping = false
 		cancel()
 		if err == nil {
 			r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
@@ -147,17 +160,42 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 	}
 }
 
-// callStep runs fn, turning a panic into an error.
-func callStep(ctx context.Context, fn func(context.Context) (json.RawMessage, error)) (v json.RawMessage, err error) {
+// callStep runs fn, the closure of step name, turning a panic into an
+// error (retried like any other) whose text names an incident logged with
+// the panic and its stack. It may run on another goroutine than the
+// handler's: it reads only fields that never change during the run.
+func (r *run) callStep(ctx context.Context, name string, fn func(context.Context) (json.RawMessage, error)) (v json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("step panicked: %v", p)
+			err = errors.New("the step panicked (" + r.recovered("task step panicked", p, "step", name) + ")")
 		}
 	}()
 	return fn(ctx)
 }
 
+// recovered logs a recovered panic p with its stack on the server's
+// logger, at ERROR under msg, and returns the text to give the client in
+// its place: the panic's value may hold anything, so only an incident id
+// that points to the log record leaves the server. Call it from the
+// deferred function that recovered p, so the stack is the panic's.
+func (r *run) recovered(msg string, p any, attrs ...any) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	incident := hex.EncodeToString(b[:])
+	attrs = append(attrs, "tool", r.tool, "panic", fmt.Sprint(p), "incident", incident, "stack", string(debug.Stack()))
+	if r.taskID != "" {
+		attrs = append(attrs, "task", r.taskID)
+	}
+	if r.log != nil {
+		r.log.Error(msg, attrs...)
+	}
+	return "incident " + incident + "; the server logged the details"
+}
+
 func (r *run) sleep(name string, until func(time.Time) time.Time) error {
+	if err := r.enter("Step.Sleep", name); err != nil {
+		return err
+	}
 	now := r.now()
 	if e, ok := r.next(name, KindSleep); ok {
 		if now.Before(e.Until) {
@@ -194,6 +232,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions) (map[string]json.RawMessage, error) {
+	if err := r.enter("Step.Input", name); err != nil {
+		return nil, err
+	}
 	now := r.now()
 	if e, ok := r.next(name, KindInput); ok {
 		got, done := r.collect(e)
@@ -286,14 +327,20 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 			out = outcome{susp: &v}
 		case nondeterminism:
 			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
+		case misuse:
+			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
 		default:
 			out = outcome{failure: &ErrorObject{Code: CodeInternalError,
-				Message: fmt.Sprintf("tool handler panicked: %v", v)}}
-			if r.w != nil {
-				r.w.log.Error("tool handler panicked", "task", r.taskID, "panic", v, "stack", string(debug.Stack()))
-			}
+				Message: "internal error: the tool handler panicked (" + r.recovered("tool handler panicked", v) + ")"}}
+		}
+		// A Step method called off the handler's goroutine broke the run:
+		// it fails, however the handler ended (unless the claim was lost,
+		// when nothing may be written).
+		if msg := r.failure(); msg != "" && (out.susp == nil || out.susp.kind != suspendStop) {
+			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: msg}}
 		}
 	}()
+	r.goroutine = goid()
 	res, err := h(r.ctx, &Step{r: r})
 	return outcome{result: res, err: err}
 }

@@ -79,6 +79,13 @@ type Options struct {
 	DisableLeanPath bool
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
+	// MaxLiveTasks limits how many live (created, not yet terminal, not
+	// expired) tasks one principal may have; 0 means no limit. A
+	// task-creating tools/call over the limit answers CodeTooManyTasks and
+	// creates nothing. The Store enforces it atomically (see
+	// NewTask.MaxLive). Under Anonymous every caller shares one principal,
+	// so the limit then applies to the whole server.
+	MaxLiveTasks int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -127,6 +134,7 @@ func (o *Options) fill() {
 	if o.StateTTL <= 0 {
 		o.StateTTL = 10 * time.Minute
 	}
+	o.MaxLiveTasks = max(o.MaxLiveTasks, 0)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -292,6 +300,14 @@ func missingCapability() error {
 		Message: "this request requires the client capability extensions[\"" + ExtensionID + "\"]", Data: data}
 }
 
+// tooManyTasks is the error of a creation over Options.MaxLiveTasks.
+func tooManyTasks(limit int) error {
+	data, _ := json.Marshal(map[string]int{"maxLiveTasks": limit})
+	return &jsonrpc.Error{Code: CodeTooManyTasks, Data: data, Message: fmt.Sprintf(
+		"too many live tasks: this principal already has %d tasks that have not ended, the limit; "+
+			"wait for one to end, or cancel one, and call again", limit)}
+}
+
 func errUnknownTask(id string) error {
 	return &jsonrpc.Error{Code: CodeInvalidParams, Message: "unknown taskId: " + id}
 }
@@ -388,7 +404,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// get, cancel and update are the task operations both HTTP paths (the lean
+// path and the go-sdk middleware) call once the capability gate passed. An
+// id the server never issued (see ValidID) is unknown without a store call.
 func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	t, err := s.store.Get(ctx, owner, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
@@ -401,9 +423,18 @@ func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) 
 }
 
 func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, error) {
-	_, err := s.store.Cancel(ctx, owner, id, s.now())
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
+	}
+	if st != "" {
+		s.audit(ctx, AuditCancelRequested, owner, id, slog.String("status", string(st)))
+	}
+	if ended {
+		s.audit(ctx, AuditTerminal, owner, id, slog.String("status", string(st)))
 	}
 	if err != nil {
 		s.log.Error("tasks/cancel failed", "task", id, "err", err)
@@ -413,9 +444,15 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 }
 
 func (s *Server) update(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
+	}
+	if err == nil || resumed {
+		s.audit(ctx, AuditInputAnswered, owner, id, auditKeys(responses), slog.Bool("resumed", resumed))
 	}
 	if err != nil {
 		s.log.Error("tasks/update failed", "task", id, "err", err)
@@ -485,7 +522,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
 	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
-		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval}
+		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks}
 	if t.inputFirst {
 		res, journal, responses, err := preflight(args)
 		if res != nil || err != nil {
@@ -495,10 +532,14 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	}
 	nt.Now = s.now()
 	task, err := s.store.Create(ctx, nt)
+	if errors.Is(err, ErrTooManyTasks) {
+		return nil, tooManyTasks(nt.MaxLive)
+	}
 	if err != nil {
 		s.log.Error("creating a task failed", "tool", t.name, "err", err)
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
 	}
+	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
 	if err := s.enqueue(ctx, task.ID, time.Time{}); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}

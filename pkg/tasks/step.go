@@ -20,7 +20,14 @@ import (
 //
 // A Step is used by one goroutine: the handler's. Its methods unwind the
 // handler (with a panic the engine recovers) when the task must park, so a
-// handler must not recover panics around Step calls.
+// handler must not recover panics around Step calls. Calling a Step method
+// (other than Context and TaskID) from another goroutine, or from inside a
+// Do closure, is a programming error the engine detects without crashing
+// the process: that call returns an error wrapping [ErrWrongGoroutine] and
+// does nothing, the handler is unwound at its next Step call, and the task
+// (or the inline call) fails with a message that states the rule. To run
+// work concurrently, run it inside one Do closure and journal the combined
+// result.
 type Step struct {
 	r *run
 }
@@ -35,6 +42,9 @@ func (s *Step) TaskID() string { return s.r.taskID }
 // Status sets the task's status message, visible on tasks/get from the
 // next durable write (at the latest when the next step starts).
 func (s *Step) Status(msg string) {
+	if s.r.enter("Step.Status", "") != nil {
+		return
+	}
 	if s.r.statusMsg != msg {
 		s.r.statusMsg = msg
 		s.r.statusDirty = true

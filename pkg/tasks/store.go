@@ -39,6 +39,9 @@ var (
 	ErrLeased = errors.New("task is leased by another worker")
 	// ErrExists means Create was given an id that is already in use.
 	ErrExists = errors.New("task id already exists")
+	// ErrTooManyTasks means Create refused a task because its owner has
+	// NewTask.MaxLive live tasks already; nothing was created.
+	ErrTooManyTasks = errors.New("too many live tasks for this principal")
 )
 
 // Task is the durable record of one task, in engine terms. The wire shapes
@@ -88,6 +91,11 @@ type NewTask struct {
 	// synchronously (input gathered over MRTR before the task was created).
 	Journal   []Entry
 	Responses map[string]json.RawMessage
+	// MaxLive, when positive, makes Create refuse the task with
+	// ErrTooManyTasks if Owner already has that many live (created, not
+	// yet terminal, not expired) tasks. The check and the count are
+	// atomic: concurrent creations never exceed it.
+	MaxLive int
 }
 
 // EntryKind is the kind of a journaled step.
@@ -131,6 +139,10 @@ type Claim struct {
 	// Attempts is how many times the next unjournaled step has been
 	// claimed, this claim included: Claim charges one attempt.
 	Attempts int
+	// Ended reports that this Claim made the task terminal itself: it
+	// found the task's cancellation requested and no live lease (Gen is 0
+	// and the task is cancelled).
+	Ended bool
 }
 
 // Change is one fenced write by the holder of a claim.
@@ -141,7 +153,9 @@ type Change struct {
 	// number len(Claim.Journal) (plus entries appended earlier on the same
 	// claim).
 	Append []Entry
-	// StatusMessage replaces the status message when non-nil.
+	// StatusMessage replaces the status message when non-nil. A change
+	// that ends the task (Complete, Fail, Cancel) clears it when nil, and so
+	// does a change that is turned into a cancellation.
 	StatusMessage *string
 	// SetAttempts, when non-nil, sets the attempt counter of the next
 	// unjournaled step (Claim charges one attempt; a finished step resets it).
@@ -178,6 +192,9 @@ type Change struct {
 //     principal matches nothing.
 //   - Terminal states never change: Cancel, Update and Commit leave a
 //     completed, failed or cancelled task as it is.
+//   - A transition to a terminal state clears the status message, unless it
+//     is a Commit whose Change asks for that terminal state and carries a
+//     StatusMessage: a finished task shows no message of its running days.
 //   - TTL counts from creation: a task is readable for its whole TTL and
 //     gone after it; every key the store writes expires.
 //   - Update accepts responses only for outstanding keys; answered keys
@@ -189,6 +206,9 @@ type Change struct {
 //     another live lease exists; a Commit under a stale generation fails
 //     with ErrFenced and changes nothing.
 //   - Every transition is atomic.
+//   - Ids come from NewID: an id that ValidID rejects names no task. Create
+//     refuses it; every other operation answers ErrNotFound for it and
+//     touches nothing.
 type Store interface {
 	// Create persists a new task in status working.
 	Create(ctx context.Context, nt *NewTask) (*Task, error)
@@ -197,8 +217,11 @@ type Store interface {
 	// Update delivers input responses. resumed reports whether the task
 	// left input_required because of them (the caller then enqueues it).
 	Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (resumed bool, err error)
-	// Cancel asks for cancellation and returns the status afterwards.
-	Cancel(ctx context.Context, owner, id string, now time.Time) (Status, error)
+	// Cancel asks for cancellation and returns the status afterwards;
+	// ended reports whether this call made the task terminal (false when
+	// it already was, or when a worker holds it and only CancelRequested
+	// was set).
+	Cancel(ctx context.Context, owner, id string, now time.Time) (st Status, ended bool, err error)
 
 	// Claim takes a lease on a runnable task for a worker and charges one
 	// attempt to its next step. A task parked for input (and not past its

@@ -23,6 +23,10 @@ const (
 	CodeMissingCapabilities = mcp.CodeMissingRequiredClientCapabilities // -32021
 	CodeInvalidParams       = -32602
 	CodeInternalError       = -32603
+	// CodeTooManyTasks answers a task-creating tools/call whose principal
+	// has Options.MaxLiveTasks live tasks already (an implementation-defined
+	// server error; data carries {"maxLiveTasks": n}).
+	CodeTooManyTasks = -32029
 )
 
 // wireTime formats a timestamp as the protocol's ISO 8601 (RFC 3339, UTC,

@@ -36,14 +36,21 @@ type worker struct {
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
 // steps, within Options.MaxDuration minus Options.SafetyMargin. It is what a
 // queue-triggered function calls for each message; it is idempotent, so
-// duplicate or late deliveries are harmless. A returned error means the
-// message should be redelivered (the store was unreachable); every outcome
-// of the task itself, including its failure, is a nil error.
+// duplicate or late deliveries are harmless, and an id the server never
+// issued is skipped as not found. A returned error means the message should
+// be redelivered (the store was unreachable); every outcome of the task
+// itself, including its failure, is a nil error.
 func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) {
+	if !ValidID(id) {
+		// Never issued (see ValidID): no task, and nothing to redeliver.
+		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
+	}
 	w := &worker{s: s, log: s.log}
-	start := s.now()
-	budget := start.Add(s.opts.MaxDuration - s.opts.SafetyMargin)
-	c, err := s.store.Claim(ctx, id, start, s.opts.MaxDuration+s.opts.SafetyMargin)
+	// The step budget runs on the monotonic clock from here; Options.Now
+	// only stamps what is stored (the lease, timestamps).
+	rctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
+	defer cancel()
+	c, err := s.store.Claim(ctx, id, s.now(), s.opts.MaxDuration+s.opts.SafetyMargin)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
@@ -53,6 +60,9 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		return AdvanceResult{}, err
 	}
 	if c.Gen == 0 {
+		if c.Ended {
+			w.auditTerminal(ctx, c)
+		}
 		res := AdvanceResult{Status: c.Task.Status, Skipped: true}
 		switch {
 		case c.Task.Status.Terminal():
@@ -68,11 +78,10 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		return res, nil
 	}
 	t := s.tools[c.Task.Tool]
-	rctx, cancel := context.WithDeadline(ctx, budget)
-	defer cancel()
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
+		log: s.log, tool: c.Task.Tool,
 	}
 	var out outcome
 	if t == nil {
@@ -139,8 +148,11 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 			ch.Complete = b
 		}
 	}
-	if ch.Fail != nil {
+	switch {
+	case ch.Fail != nil:
 		ch.StatusMessage = &ch.Fail.Message
+	case ch.Complete != nil || ch.Cancel:
+		ch.StatusMessage = nil // a finished task keeps no running message
 	}
 	if err := w.s.store.Commit(ctx, c, ch); err != nil {
 		if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) {
@@ -151,6 +163,12 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		return res, err
 	}
 	res.Status = c.Task.Status
+	switch {
+	case res.Status.Terminal():
+		w.auditTerminal(ctx, c)
+	case res.Status == StatusInputRequired && ch.Park != nil:
+		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(ch.Park), slog.String("tool", c.Task.Tool))
+	}
 	if enqueue && !res.Status.Terminal() {
 		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
 			// The sweeper re-enqueues it: the write above is what counts.
@@ -158,6 +176,13 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		}
 	}
 	return res, nil
+}
+
+// auditTerminal logs the audit record of a transition to a terminal
+// status that c's holder just made.
+func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
+	w.s.audit(ctx, AuditTerminal, c.Task.Owner, c.Task.ID,
+		slog.String("status", string(c.Task.Status)), slog.String("tool", c.Task.Tool))
 }
 
 // commitKeep writes the run's pending journal and status under the claim,
@@ -174,6 +199,7 @@ func (w *worker) commitKeep(r *run, ch *Change) {
 	}
 	r.pending, r.statusDirty = nil, false
 	if r.claim.Task.Status.Terminal() {
+		w.auditTerminal(r.ctx, r.claim) // cancellation was requested
 		panic(suspend{kind: suspendStop})
 	}
 }
@@ -199,7 +225,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: msg}
 	}
-	v, err, cancelled := w.runStep(r, o, fn)
+	v, err, cancelled := w.runStep(r, name, o, fn)
 	if cancelled {
 		panic(suspend{kind: suspendCancelled})
 	}
@@ -220,7 +246,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 
 // runStep runs one attempt of a step with its deadline, watching for
 // cancellation of the task.
-func (w *worker) runStep(r *run, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
+func (w *worker) runStep(r *run, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
 	ctx := r.ctx
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -236,7 +262,7 @@ func (w *worker) runStep(r *run, o doOptions, fn func(context.Context) (json.Raw
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := callStep(sctx, fn)
+		v, err := r.callStep(sctx, name, fn)
 		done <- result{v, err}
 	}()
 	tick := time.NewTicker(w.s.opts.CancelPoll)

@@ -9,14 +9,33 @@
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
 //
+// Only ids of the form tasks.NewID issues (tasks.ValidID) become keys: the
+// store answers tasks.ErrNotFound for any other id without a round trip,
+// so no caller-chosen id can name a key that is not a task's (such as a
+// queue sharing the prefix, "<prefix>{queue}").
+//
 // Every key expires at the task's creation time plus its TTL. A sorted set
 // <prefix>due (its own slot, itself expiring) indexes the next time the
 // sweeper must look at each live task; it is only a hint: the sweeper
 // re-derives what to do from the task record.
+//
+// When a creation carries a limit (tasks.NewTask.MaxLive), a sorted set
+// <prefix>live:<h> per principal (h: a hash of the principal) holds the ids
+// of the principal's live tasks, scored by their expiry. It has its own
+// Cluster slot, so it is never in a script with task keys: a creation first
+// reserves a place in it (one atomic script: drop expired members, refuse
+// when full, add), then creates the task; a terminal transition removes the
+// id in the round trip that already drops it from the due index. A removal
+// lost with a crashed process only keeps the place taken until a full set
+// makes the next creation look up its members and drop those whose task
+// ended; a reservation whose creation never happened keeps its place until
+// its expiry. The set expires with its last member.
 package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +95,96 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 
 func (s *Store) dueKey() string { return s.prefix + "due" }
 
+// liveKey is the sorted set of owner's live tasks (see the package doc).
+func (s *Store) liveKey(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return s.prefix + "live:" + hex.EncodeToString(h[:16])
+}
+
+// ended returns the commands that drop a task that just ended from the due
+// index and from its owner's live set.
+func (s *Store) ended(id, owner string) []rueidis.Completed {
+	cmds := s.schedule(id, time.Time{})
+	if owner != "" {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.liveKey(owner)).Member(id).Build())
+	}
+	return cmds
+}
+
+// forget runs ended's commands.
+func (s *Store) forget(ctx context.Context, id, owner string) error {
+	for _, r := range s.c.DoMulti(ctx, s.ended(id, owner)...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("redisstore: unindex %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// reserve takes a place for nt in its owner's live set, or answers
+// tasks.ErrTooManyTasks. added is false when the id already held one. A
+// full set is checked once for members whose task ended (a removal lost
+// with a crashed process); they are dropped and the reservation retried.
+func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (added bool, err error) {
+	key := s.liveKey(nt.Owner)
+	args := []string{ms(nt.Now), nt.ID, ms(exp), strconv.Itoa(nt.MaxLive)}
+	for attempt := 0; ; attempt++ {
+		msg, err := reserveScript.lua.Exec(ctx, s.c, []string{key}, args).ToMessage()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
+		}
+		if msg.IsInt64() {
+			n, _ := msg.AsInt64()
+			return n == 1, nil
+		}
+		members, err := msg.AsStrSlice()
+		if err != nil {
+			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
+		}
+		if attempt > 0 {
+			return false, tasks.ErrTooManyTasks
+		}
+		if n, err := s.dropEnded(ctx, key, members); err != nil || n == 0 {
+			return false, errors.Join(tasks.ErrTooManyTasks, err)
+		}
+	}
+}
+
+// dropEnded removes from the live set key the members whose task is
+// terminal, and returns how many it removed. A member whose task is missing
+// is kept: its creation may be under way.
+func (s *Store) dropEnded(ctx context.Context, key string, members []string) (int, error) {
+	var ids []string
+	var cmds []rueidis.Completed
+	for _, id := range members {
+		if tasks.ValidID(id) {
+			t, _, _, _ := s.keys(id)
+			ids = append(ids, id)
+			cmds = append(cmds, s.c.B().Hget().Key(t).Field("status").Build())
+		}
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	var gone []string
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		st, err := r.ToString()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return 0, fmt.Errorf("redisstore: checking live tasks: %w", err)
+		}
+		if tasks.Status(st).Terminal() {
+			gone = append(gone, ids[i])
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(key).Member(gone...).Build()).Error(); err != nil {
+		return 0, fmt.Errorf("redisstore: dropping ended live tasks: %w", err)
+	}
+	return len(gone), nil
+}
+
 // exec runs sc in one round trip together with the commands in before and
 // after (pipelined in that order), and returns the script's result and the
 // first error of the commands before it (which the caller weighs: they ran,
@@ -122,6 +231,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	if nt.Owner == "" {
 		return nil, errors.New("redisstore: create: empty owner")
 	}
+	if !tasks.ValidID(nt.ID) {
+		return nil, fmt.Errorf("redisstore: create: %q is not an id from tasks.NewID", nt.ID)
+	}
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
 	t, _, j, r := s.keys(nt.ID)
@@ -144,6 +256,14 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	for k, v := range nt.Responses {
 		args = append(args, k, string(v))
 	}
+	// The owner's place under a limit first: nothing is created without one.
+	reserved := false
+	if nt.MaxLive > 0 {
+		var err error
+		if reserved, err = s.reserve(ctx, nt, exp); err != nil {
+			return nil, err
+		}
+	}
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
@@ -153,6 +273,10 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		// Created but not indexed: the handle must not go out, since a lost
 		// enqueue could then never be recovered. The task expires unused.
 		err = indexErr
+	}
+	if (err != nil || n == 0) && reserved {
+		// Give the place back (best effort: else it is held until exp).
+		_ = s.c.Do(ctx, s.c.B().Zrem().Key(s.liveKey(nt.Owner)).Member(nt.ID).Build()).Error()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
@@ -185,6 +309,9 @@ func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
 // read returns the task (record and outstanding input, read atomically),
 // if owner is empty or owns it.
 func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error) {
+	if !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
 	t, p, _, _ := s.keys(id)
 	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
@@ -248,22 +375,42 @@ func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
 }
 
 // Update implements tasks.Store.
+//
+// Only the owner's update may touch the task's entry in the due index (a
+// separate key in its own Cluster slot, so the script cannot write it). A
+// first script call checks the owner and applies the responses, unless
+// they would resume the task: then it changes nothing and says so, and a
+// second round trip moves the due entry to now+grace and applies them,
+// pipelined in that order. The entry thus moves before the resume (if the
+// process dies before the caller enqueues the task, the sweeper finds it
+// within the grace), and it is set outright, so a sweeper that read the
+// parked task's time before fails its compare-and-set instead of pushing
+// the resumed task back to its expiry. (On Redis Cluster the two commands
+// go to different nodes and their order is not guaranteed, as for every
+// pipeline here that mixes the due index with task keys: the entry still
+// ends at now+grace, since a sweeper's compare-and-set from the old time
+// either fails or is overwritten, but a process that dies between them may
+// leave the resumed task to be found at its old time.) A foreign, unknown
+// or non-resuming update costs one round trip; a resuming one two, as
+// before.
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
+	if owner == "" || !tasks.ValidID(id) {
+		return false, tasks.ErrNotFound
+	}
 	t, p, _, r := s.keys(id)
-	args := make([]string, 0, 2+2*len(responses))
-	args = append(args, owner, ms(now))
+	args := make([]string, 0, 3+2*len(responses))
+	args = append(args, owner, ms(now), "try")
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	// The due index of a live task moves to no later than now+grace first,
-	// in the same round trip (XX: never an entry for an id that is not
-	// indexed): if the update resumes the task and the process dies before
-	// the enqueue, the sweeper finds it soon.
-	due := []rueidis.Completed{
-		s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(s.grace).UnixMilli()), id).Build(),
-	}
-	res, _ := s.exec(ctx, updateScript, []string{t, p, r}, args, due, nil)
+	keys := []string{t, p, r}
+	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
 	n, err := res.AsInt64()
+	if err == nil && n == 3 {
+		args[2] = "apply"
+		res, _ = s.exec(ctx, updateScript, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		n, err = res.AsInt64()
+	}
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
 	}
@@ -271,35 +418,43 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	case -1:
 		return false, tasks.ErrNotFound
 	case 2:
-		// Set the due time outright, after the resume: a sweeper that read
-		// the entry before it then fails its compare-and-set instead of
-		// pushing a resumed task's time back to its expiry.
-		return true, s.Schedule(ctx, id, now.Add(s.grace))
+		return true, nil
 	}
 	return false, nil
 }
 
 // Cancel implements tasks.Store.
-func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, error) {
+func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
+	if owner == "" || !tasks.ValidID(id) {
+		return "", false, tasks.ErrNotFound
+	}
 	t, p, _, _ := s.keys(id)
-	st, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToString()
+	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
-		return "", tasks.ErrNotFound
+		return "", false, tasks.ErrNotFound
+	}
+	if err == nil && len(arr) != 2 {
+		err = fmt.Errorf("unexpected reply of %d elements", len(arr))
 	}
 	if err != nil {
-		return "", fmt.Errorf("redisstore: cancel %s: %w", id, err)
+		return "", false, fmt.Errorf("redisstore: cancel %s: %w", id, err)
 	}
+	st, _ := arr[0].ToString()
+	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
 	if status.Terminal() {
-		if err := s.Schedule(ctx, id, time.Time{}); err != nil {
-			return status, err
+		if err := s.forget(ctx, id, owner); err != nil {
+			return status, ended == 1, err
 		}
 	}
-	return status, nil
+	return status, ended == 1, nil
 }
 
 // Claim implements tasks.Store.
 func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+	if !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
 	t, p, j, r := s.keys(id)
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
@@ -331,7 +486,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 			task.WakeAt = time.UnixMilli(wake).UTC()
 		}
 		return &tasks.Claim{Task: task}, nil
-	case "T":
+	case "T", "X":
 		h, err := arr[4].AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
@@ -340,8 +495,8 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		if err != nil {
 			return nil, err
 		}
-		_ = s.Schedule(ctx, id, time.Time{})
-		return &tasks.Claim{Task: task}, nil
+		_ = s.forget(ctx, id, task.Owner)
+		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
 	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()
@@ -377,6 +532,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 // Commit implements tasks.Store.
 func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
 	id := c.Task.ID
+	if !tasks.ValidID(id) {
+		return tasks.ErrNotFound
+	}
 	t, p, j, r := s.keys(id)
 	op := "keep"
 	var payload string
@@ -464,15 +622,19 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	c.Journal = append(c.Journal, ch.Append...)
 	c.Task.Status = tasks.Status(st)
 	c.Task.UpdatedAt = ch.Now
-	if ch.StatusMessage != nil {
+	ended := c.Task.Status.Terminal()
+	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
+	case ch.StatusMessage != nil && explicit:
 		c.Task.StatusMessage = *ch.StatusMessage
+	case ended:
+		c.Task.StatusMessage = "" // see commitScript
 	}
 	if op != "keep" || c.Task.Status.Terminal() {
 		c.Task.LeaseUntil = time.Time{}
 	}
 	switch {
-	case c.Task.Status.Terminal():
-		return s.Schedule(ctx, id, time.Time{})
+	case ended:
+		return s.forget(ctx, id, c.Task.Owner)
 	case !due.IsZero():
 		return s.Schedule(ctx, id, due)
 	}
@@ -481,6 +643,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 
 // CancelRequested implements tasks.Store.
 func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
+	if !tasks.ValidID(c.Task.ID) {
+		return false, tasks.ErrNotFound
+	}
 	t, _, _, _ := s.keys(c.Task.ID)
 	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(t).Field("cancel", "gen", "status").Build()).ToArray()
 	if err != nil {

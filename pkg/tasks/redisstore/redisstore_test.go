@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -127,7 +128,7 @@ func (k *keyChecker) check(stage string, want ...string) {
 // TestEveryKeyExpires walks tasks through every transition and checks
 // after each one that every key the store wrote has an expiry, that a
 // task's keys expire with the task (TTL counts from creation) and that the
-// due index expires too.
+// due index and the principal's live set expire too.
 func TestEveryKeyExpires(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -143,6 +144,7 @@ func TestEveryKeyExpires(t *testing.T) {
 				t.Helper()
 				nt.ID, nt.Owner, nt.Tool, nt.Args = tasks.NewID(), "alice", "tool", json.RawMessage(`{}`)
 				nt.TTL, nt.PollInterval, nt.Now = time.Hour, time.Second, now
+				nt.MaxLive = 100 // the principal's live set is checked too
 				tk, err := s.Create(ctx, nt)
 				if err != nil {
 					t.Fatalf("Create: %v", err)
@@ -211,7 +213,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			id3 := create(&tasks.NewTask{})
 			tk3, _, _, _ := s.keys(id3)
 			c3 := claim(id3, now)
-			if _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
+			if _, _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			k.check("cancel requested", tk3)
@@ -222,7 +224,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			commit(c4, &tasks.Change{Now: now, Park: reqs, ParkAny: true})
 			update(id4, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
 			k.check("park any resumed", s.dueKey())
-			if _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
+			if _, _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			k.check("cancelled queued")
@@ -275,6 +277,202 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 			}
 			if _, err := s.Get(ctx, "alice", id); !errors.Is(err, tasks.ErrNotFound) {
 				t.Errorf("Get after expiry = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// A caller-chosen id that names another key under the store's prefix (here
+// the Redis queue's "{queue}" sorted set) is unknown: no task script runs
+// on that key, and it is left as it was.
+func TestNonTaskKeysUntouched(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			prefix := uniquePrefix()
+			s := New(rc, &Options{Prefix: prefix})
+			ctx := t.Context()
+			queueKey := prefix + "{queue}"
+			if err := rc.Do(ctx, rc.B().Zadd().Key(queueKey).ScoreMember().ScoreMember(1, tasks.NewID()).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			if _, err := s.Get(ctx, "alice", "queue"); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Get(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Peek(ctx, "queue"); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Peek(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Update(ctx, "alice", "queue", map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Update(queue) = %v, want ErrNotFound", err)
+			}
+			if _, _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Cancel(queue) = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Claim(ctx, "queue", now, time.Minute); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Claim(queue) = %v, want ErrNotFound", err)
+			}
+			typ, err := rc.Do(ctx, rc.B().Type().Key(queueKey).Build()).ToString()
+			if err != nil || typ != "zset" {
+				t.Fatalf("TYPE %s = %q, %v; want zset", queueKey, typ, err)
+			}
+			if n, err := rc.Do(ctx, rc.B().Zcard().Key(queueKey).Build()).AsInt64(); err != nil || n != 1 {
+				t.Errorf("ZCARD %s = %d, %v; want 1 (untouched)", queueKey, n, err)
+			}
+			if keys := (&keyChecker{t: t, c: rc, s: s}).scan(); !slices.Equal(keys, []string{queueKey}) {
+				t.Errorf("keys under the prefix = %v, want only the queue's", keys)
+			}
+		})
+	}
+}
+
+// The round trips of Update, on a warm connection (scripts loaded): a
+// stranger's, an unknown task's and a non-resuming update cost one; a
+// resuming one two (the due index moves before the resume, in the second).
+func TestUpdateRoundTrips(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := rtcount.Wrap(b.client(t))
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now()
+			park := func() string {
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				c, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatalf("Claim: %v", err)
+				}
+				if err := s.Commit(ctx, c, &tasks.Change{Now: now,
+					Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
+					t.Fatalf("Commit: %v", err)
+				}
+				return id
+			}
+			trips := func(owner, id string, resp map[string]json.RawMessage) (int64, bool) {
+				rc.Reset()
+				resumed, _ := s.Update(ctx, owner, id, resp, now)
+				return rc.Trips(), resumed
+			}
+			a := map[string]json.RawMessage{"a": json.RawMessage(`1`)}
+			both := map[string]json.RawMessage{"a": json.RawMessage(`1`), "b": json.RawMessage(`2`)}
+			trips("alice", park(), both) // loads the script
+			for _, c := range []struct {
+				name      string
+				owner, id string
+				resp      map[string]json.RawMessage
+				want      int64
+				resumed   bool
+			}{
+				{"stranger", "mallory", park(), both, 1, false},
+				{"unknown", "alice", tasks.NewID(), both, 1, false},
+				{"partial", "alice", park(), a, 1, false},
+				{"resuming", "alice", park(), both, 2, true},
+			} {
+				n, resumed := trips(c.owner, c.id, c.resp)
+				t.Logf("%s update: %d round trips", c.name, n)
+				if n != c.want || resumed != c.resumed {
+					t.Errorf("%s update: %d round trips, resumed %v; want %d, %v", c.name, n, resumed, c.want, c.resumed)
+				}
+			}
+		})
+	}
+}
+
+// The live set of a principal under a limit: it expires with its last
+// task, a place whose removal was lost (a process died after the task
+// ended) is recovered when the set is full, and a place reserved by a
+// creation that never happened is kept until its expiry (it might be under
+// way).
+func TestLiveSet(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			create := func(ttl time.Duration) (string, error) {
+				id := tasks.NewID()
+				_, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: ttl, PollInterval: time.Second, Now: now, MaxLive: 2})
+				return id, err
+			}
+			key := s.liveKey("alice")
+			if strings.Contains(key, "alice") {
+				t.Errorf("live key %q names the principal", key)
+			}
+			a, err := create(time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := create(2 * time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			at, err := rc.Do(ctx, rc.B().Pexpiretime().Key(key).Build()).AsInt64()
+			if want := now.Add(2 * time.Hour).UnixMilli(); err != nil || at < want-1 || at > want+int64(embedredis.Tick/time.Millisecond) {
+				t.Errorf("live set expires at %d (%v), want with its last task at %d", at, err, want)
+			}
+			if _, err := create(time.Hour); !errors.Is(err, tasks.ErrTooManyTasks) {
+				t.Fatalf("third Create = %v, want ErrTooManyTasks", err)
+			}
+
+			// a ends, but its removal is lost: the full set is repaired.
+			c, err := s.Claim(ctx, a, now, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, c, &tasks.Change{Now: now, Complete: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Do(ctx, rc.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(now.Add(time.Hour).UnixMilli()), a).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := create(time.Hour); err != nil {
+				t.Errorf("Create with an ended task's place still taken = %v, want the place recovered", err)
+			}
+
+			// A reservation whose task does not exist (yet) keeps its place.
+			s2 := New(rc, &Options{Prefix: uniquePrefix()})
+			key2 := s2.liveKey("alice")
+			for range 2 {
+				if err := rc.Do(ctx, rc.B().Zadd().Key(key2).ScoreMember().ScoreMember(float64(now.Add(time.Hour).UnixMilli()), tasks.NewID()).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s2.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now, MaxLive: 2}); !errors.Is(err, tasks.ErrTooManyTasks) {
+				t.Errorf("Create with two places reserved = %v, want ErrTooManyTasks", err)
+			}
+		})
+	}
+}
+
+// The round trips of Create on a warm connection: one without a limit, two
+// with one (the reservation in the principal's live set comes first).
+func TestCreateRoundTrips(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := rtcount.Wrap(b.client(t))
+			s := New(rc, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			create := func(limit int) int64 {
+				rc.Reset()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, PollInterval: time.Second, Now: time.Now(), MaxLive: limit}); err != nil {
+					t.Fatal(err)
+				}
+				return rc.Trips()
+			}
+			create(10) // loads the scripts
+			for _, limit := range []int{0, 10} {
+				n := create(limit)
+				t.Logf("Create with MaxLive %d: %d round trips", limit, n)
+				if want := map[int]int64{0: 1, 10: 2}[limit]; n != want {
+					t.Errorf("Create with MaxLive %d: %d round trips, want %d", limit, n, want)
+				}
 			}
 		})
 	}

@@ -57,6 +57,21 @@ if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 return 1
 `, false)
 
+// reserveScript: KEYS live; ARGV now id exp max. Takes a place for id in
+// an owner's live set (members are task ids scored by their expiry): drops
+// expired members, then returns 2 if id holds a place already, the members
+// if the set is full, else adds id, keeps the set expiring with its last
+// member and returns 1. One key: Cluster-safe.
+var reserveScript = newScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 2 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return redis.call('ZRANGE', KEYS[1], 0, -1) end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+return 1
+`, true)
+
 // getScript: KEYS t p; ARGV owner (empty: no check). Returns {task hash,
 // outstanding input hash}, or false when the task is missing or owned by
 // someone else. Read-only, so retryable.
@@ -76,11 +91,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `, false)
 
-// updateScript: KEYS t p r; ARGV owner now k1 v1 k2 v2 ...
+// updateScript: KEYS t p r; ARGV owner now mode k1 v1 k2 v2 ...
 // Responses to a parked task whose input deadline passed (by the caller's
 // clock, or because a worker claimed it) are refused, so a worker that
 // replays after the deadline sees a frozen set.
-// Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and resumed.
+// mode "try" changes nothing when the responses would resume the task and
+// returns 3 (the caller then moves the task's due entry and calls again);
+// mode "apply" applies them in any case.
+// Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
+// resumed, 3 (try) would resume.
 var updateScript = newScript(`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
@@ -90,8 +109,13 @@ if wake > 0 and wake <= tonumber(ARGV[2]) then return 0 end
 -- A parked task holds no lease; one that does was claimed after its
 -- deadline, whatever this caller's clock says: its answers are frozen.
 if (h[6] or '0') ~= '0' then return 0 end
+if ARGV[3] == 'try' then
+  local n = 0
+  for i = 4, #ARGV, 2 do n = n + redis.call('HEXISTS', KEYS[2], ARGV[i]) end
+  if n > 0 and (h[3] == '1' or n == redis.call('HLEN', KEYS[2])) then return 3 end
+end
 local n = 0
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
     n = n + 1
@@ -108,25 +132,27 @@ redis.call('HSET', KEYS[1], 'updated', ARGV[2])
 return 1
 `, true)
 
-// cancelScript: KEYS t p; ARGV owner now. Returns the status afterwards or
-// false when not found.
+// cancelScript: KEYS t p; ARGV owner now. Returns {status afterwards,
+// 1 if this call ended the task else 0}, or false when not found.
 var cancelScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
-if terminal(h[2]) then return h[2] end
+if terminal(h[2]) then return {h[2], 0} end
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], 'cancel', '1')
-  return h[2]
+  return {h[2], 0}
 end
 redis.call('DEL', KEYS[2])
+redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
-return 'cancelled'
+return {'cancelled', 1}
 `, true)
 
 // claimScript: KEYS t p j r; ARGV now leaseMs.
 // Returns {code, gen, att, wake, taskHash, journal, responses} where code is
-// NF (not found), T (terminal), L (leased), P (parked for input), W
-// (sleeping until wake) or C (claimed).
+// NF (not found), T (terminal), X (made terminal here: cancellation was
+// requested), L (leased), P (parked for input), W (sleeping until wake) or C
+// (claimed).
 var claimScript = newScript(luaTerminal+`
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
@@ -137,8 +163,9 @@ local lease = tonumber(h[2] or '0')
 if lease > now then return {'L', 0, 0, lease} end
 if h[3] == '1' then
   redis.call('DEL', KEYS[2])
+  redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
-  return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
+  return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
 if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
 if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
@@ -153,6 +180,8 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 // op: keep | release | park | complete | fail | cancel.
 // Returns {code, att, status}: code 0 ok, -1 fenced, -2 gone. A change that
 // keeps the task alive while cancellation was requested cancels it instead.
+// A terminal change sets the status message it carries, or clears it: a
+// finished task never shows a message of its running days.
 var commitScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
 if not h[1] then return {-2, 0, ''} end
@@ -162,9 +191,14 @@ local att = tonumber(h[4] or '0')
 local n = tonumber(ARGV[11])
 for i = 1, n do redis.call('RPUSH', KEYS[3], ARGV[11+i]) end
 if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
-if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'msg', ARGV[5]) end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
+local asked = op
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'park') then op = 'cancel' end
+if ARGV[4] == '1' and op == asked then
+  redis.call('HSET', KEYS[1], 'msg', ARGV[5])
+elseif op == 'complete' or op == 'fail' or op == 'cancel' then
+  redis.call('HDEL', KEYS[1], 'msg')
+end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], 'updated', now)
   return {0, att, h[2]}

@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 	}{
 		{"CreateGetRoundTrip", testCreateGet},
 		{"GetInvisible", testGetInvisible},
+		{"ForeignIDs", testForeignIDs},
 		{"CreateDuplicate", testCreateDuplicate},
 		{"CreateSeedsJournalAndResponses", testCreateSeeded},
 		{"TTLExpiry", testTTL},
@@ -62,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"JournalAppendOrder", testJournalOrder},
 		{"SetAttempts", testSetAttempts},
 		{"StatusMessage", testStatusMessage},
+		{"TerminalClearsStatusMessage", testTerminalClearsStatusMessage},
 		{"ReleaseSleepingTask", testSleeping},
 		{"Park", testPark},
 		{"UpdatePartialThenResume", testUpdatePartial},
@@ -73,15 +76,19 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"RescheduleVsResume", testRescheduleVsResume},
 		{"UpdateNotParked", testUpdateNotParked},
 		{"UpdateCancelByOthers", testUpdateCancelByOthers},
+		{"UpdateByOthersLeavesDueIndex", testUpdateByOthersLeavesDueIndex},
 		{"CancelParked", testCancelParked},
 		{"CancelUnleased", testCancelUnleased},
 		{"CancelLeased", testCancelLeased},
 		{"CancelRequestedThenLeaseExpired", testCancelThenLeaseExpired},
+		{"CancelReportsEnded", testCancelReportsEnded},
 		{"Terminal", testTerminal},
 		{"DueSchedule", testDueSchedule},
 		{"RaceUpdateCancelComplete", testRaceUpdateCancelComplete},
 		{"CommitWithoutLeaseFenced", testCommitWithoutLease},
 		{"RaceClaim", testRaceClaim},
+		{"LiveLimit", testLiveLimit},
+		{"LiveLimitRace", testLiveLimitRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,11 +211,22 @@ func (f *fixture) update(id string, resp map[string]json.RawMessage, now time.Ti
 
 func (f *fixture) cancel(id string, now time.Time) tasks.Status {
 	f.t.Helper()
-	st, err := f.s.Cancel(f.ctx, owner, id, now)
+	st, _ := f.cancelEnded(id, now)
+	return st
+}
+
+// cancelEnded cancels id as its owner and returns the status afterwards
+// and whether this call ended the task.
+func (f *fixture) cancelEnded(id string, now time.Time) (tasks.Status, bool) {
+	f.t.Helper()
+	st, ended, err := f.s.Cancel(f.ctx, owner, id, now)
 	if err != nil {
 		f.t.Fatalf("Cancel(%s): %v", id, err)
 	}
-	return st
+	if ended && st != tasks.StatusCancelled {
+		f.t.Errorf("Cancel(%s) = %s and ended: a cancel that ends a task makes it cancelled", id, st)
+	}
+	return st, ended
 }
 
 func (f *fixture) wantStatus(id string, want tasks.Status) *tasks.Task {
@@ -379,6 +397,51 @@ func testGetInvisible(f *fixture) {
 	f.wantStatus(id, tasks.StatusWorking)
 }
 
+// foreignIDs are ids NewID never issues: a store must not take them for
+// task ids (they could name other keys that share its key space).
+var foreignIDs = []string{
+	"", "queue", "due", "{queue}", "x}:p", tasks.NewID() + "x", tasks.NewID()[1:],
+	"AAAAAAAAAAAAAAAAAAAAAB", // 22 characters, but not 16 bytes
+	"AAAAAAAAAAAAAAAAAAAA.A", // outside the alphabet
+}
+
+// An id that ValidID rejects names no task: Create refuses it and every
+// other operation answers ErrNotFound.
+func testForeignIDs(f *fixture) {
+	for _, id := range foreignIDs {
+		if tasks.ValidID(id) {
+			f.t.Fatalf("ValidID(%q) = true", id)
+		}
+		nt := f.newTask()
+		nt.ID = id
+		if _, err := f.s.Create(f.ctx, nt); err == nil {
+			f.t.Errorf("Create(%q) succeeded, want an error", id)
+		}
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Peek(f.ctx, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Peek(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Update(f.ctx, owner, id, map[string]json.RawMessage{"k": raw(`1`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Update(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Cancel(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := f.s.Claim(f.ctx, id, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Claim(%q) = %v, want ErrNotFound", id, err)
+		}
+		c := &tasks.Claim{Task: &tasks.Task{ID: id, Owner: owner}, Gen: 1}
+		if err := f.s.Commit(f.ctx, c, &tasks.Change{Now: f.now, Complete: raw(`{}`)}); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Commit(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if !tasks.ValidID(tasks.NewID()) {
+		f.t.Fatalf("ValidID rejects an id from NewID")
+	}
+}
+
 func testCreateDuplicate(f *fixture) {
 	nt := f.newTask()
 	if _, err := f.s.Create(f.ctx, nt); err != nil {
@@ -470,7 +533,7 @@ func testTTL(f *fixture) {
 	if _, err := f.s.Update(f.ctx, owner, nt.ID, map[string]json.RawMessage{"k": raw(`1`)}, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Update after expiry = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Cancel after expiry = %v, want ErrNotFound", err)
 	}
 }
@@ -623,6 +686,77 @@ func testStatusMessage(f *fixture) {
 	f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
 	if got := f.get(id); got.StatusMessage != msg {
 		f.t.Errorf("StatusMessage after a commit without one = %q, want %q", got.StatusMessage, msg)
+	}
+}
+
+// A task that ends shows no status message of its running days: every
+// terminal transition clears it, unless a Commit that asks for the terminal
+// state sets one with it.
+func testTerminalClearsStatusMessage(f *fixture) {
+	running, done := "waiting for confirmation", "sent to 3 recipients"
+	started := func(f *fixture) (string, *tasks.Claim) {
+		f.t.Helper()
+		id := f.create()
+		c := f.claim(id, f.now)
+		f.commit(c, &tasks.Change{Now: f.now, StatusMessage: &running})
+		return id, c
+	}
+	want := func(f *fixture, id string, st tasks.Status, msg string, c *tasks.Claim) {
+		f.t.Helper()
+		if got := f.wantStatus(id, st); got.StatusMessage != msg {
+			f.t.Errorf("%s task: StatusMessage %q, want %q", st, got.StatusMessage, msg)
+		}
+		if c != nil && c.Task.StatusMessage != msg {
+			f.t.Errorf("%s task: the claim's StatusMessage %q, want %q", st, c.Task.StatusMessage, msg)
+		}
+	}
+	cases := []struct {
+		name string
+		run  func(f *fixture)
+	}{
+		{"Complete", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`)})
+			want(f, id, tasks.StatusCompleted, "", c)
+		}},
+		{"CompleteWithMessage", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`), StatusMessage: &done})
+			want(f, id, tasks.StatusCompleted, done, c)
+		}},
+		{"Fail", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Fail: &tasks.ErrorObject{Code: -32603, Message: "boom"}})
+			want(f, id, tasks.StatusFailed, "", c)
+		}},
+		{"CommitCancel", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.at(time.Second), Cancel: true})
+			want(f, id, tasks.StatusCancelled, "", c)
+		}},
+		{"CancelParked", func(f *fixture) {
+			id, c := started(f)
+			f.commit(c, &tasks.Change{Now: f.now, Park: requests()})
+			f.cancel(id, f.at(time.Second))
+			want(f, id, tasks.StatusCancelled, "", nil)
+		}},
+		{"CancelRequestedThenCommit", func(f *fixture) {
+			id, c := started(f)
+			f.cancel(id, f.at(time.Second))
+			want(f, id, tasks.StatusWorking, running, nil) // still running
+			next := "next part"
+			f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true, StatusMessage: &next})
+			want(f, id, tasks.StatusCancelled, "", c)
+		}},
+		{"CancelRequestedThenClaim", func(f *fixture) {
+			id, _ := started(f)
+			f.cancel(id, f.at(time.Second))
+			nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
+			want(f, id, tasks.StatusCancelled, "", nc)
+		}},
+	}
+	for _, c := range cases {
+		f.t.Run(c.name, func(t *testing.T) { c.run(&fixture{t: t, s: f.s, ctx: f.ctx, now: f.now}) })
 	}
 }
 
@@ -807,7 +941,7 @@ func testUpdateCancelByOthers(f *fixture) {
 		if _, err := f.s.Update(f.ctx, who, id, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
 		}
-		if _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
 			f.t.Errorf("Cancel by %q = %v, want ErrNotFound", who, err)
 		}
 	}
@@ -815,7 +949,7 @@ func testUpdateCancelByOthers(f *fixture) {
 	if _, err := f.s.Update(f.ctx, owner, unknown, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Update of an unknown id = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, tasks.ErrNotFound) {
 		f.t.Errorf("Cancel of an unknown id = %v, want ErrNotFound", err)
 	}
 	// Nothing changed.
@@ -824,6 +958,25 @@ func testUpdateCancelByOthers(f *fixture) {
 	if got := f.get(id); got.CancelRequested {
 		f.t.Errorf("a stranger's Cancel set CancelRequested")
 	}
+}
+
+// Only the owner's update may move a task's entry in the due index: an
+// update by anyone else (refused as not found) leaves it where it was.
+func testUpdateByOthersLeavesDueIndex(f *fixture) {
+	reqs := requests()
+	id, _ := f.park(reqs, false, time.Time{})
+	before := dueAt(f, id, f.at(2*ttl))
+	resp := map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}
+	for _, who := range []string{stranger, ""} {
+		if _, err := f.s.Update(f.ctx, who, id, resp, f.at(time.Second)); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
+		}
+		if after := dueAt(f, id, f.at(2*ttl)); !after.Equal(before) {
+			f.t.Errorf("Update by %q moved the owner's due time from %v to %v", who, before, after)
+		}
+	}
+	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantInputRequests(id, reqs)
 }
 
 func testCancelParked(f *fixture) {
@@ -958,6 +1111,42 @@ func testCancelThenLeaseExpired(f *fixture) {
 	f.wantStatus(id, tasks.StatusCancelled)
 	f.commitFenced(c, &tasks.Change{Now: f.at(lease + time.Second), Release: true})
 	f.wantStatus(id, tasks.StatusCancelled)
+}
+
+// Cancel and Claim say when they made a task terminal themselves (the
+// engine logs that transition once); asking again, or a task that ended
+// otherwise, reports nothing ended.
+func testCancelReportsEnded(f *fixture) {
+	id, _ := f.park(requests(), false, time.Time{})
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCancelled || !ended {
+		f.t.Errorf("Cancel of a parked task = %s, ended %v; want cancelled, ended", st, ended)
+	}
+	if _, ended := f.cancelEnded(id, f.at(2*time.Second)); ended {
+		f.t.Errorf("a second Cancel reported ending the task")
+	}
+
+	id = f.create()
+	c := f.claim(id, f.now)
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusWorking || ended {
+		f.t.Errorf("Cancel of a leased task = %s, ended %v; want working, not ended", st, ended)
+	}
+	if c.Ended {
+		f.t.Errorf("a lease-taking Claim reported Ended")
+	}
+	nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
+	if nc.Task.Status != tasks.StatusCancelled || !nc.Ended {
+		f.t.Errorf("Claim after the lease expired: %s, Ended %v; want cancelled, Ended", nc.Task.Status, nc.Ended)
+	}
+	if again := f.claimNoLease(id, f.at(lease+time.Second)); again.Ended {
+		f.t.Errorf("a second Claim of the cancelled task reported Ended")
+	}
+
+	id = f.create()
+	c = f.claim(id, f.now)
+	f.commit(c, &tasks.Change{Now: f.now, Complete: raw(`{}`)})
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCompleted || ended {
+		f.t.Errorf("Cancel of a completed task = %s, ended %v; want completed, not ended", st, ended)
+	}
 }
 
 func testTerminal(f *fixture) {
@@ -1222,6 +1411,7 @@ func raceUpdateCancelComplete(f *fixture) {
 		mu          sync.Mutex
 		completedBy []int              // goroutines whose Complete was accepted
 		cancelSaw   []tasks.Status     // what Cancel answered
+		cancelEnded int                // Cancels that reported ending the task
 		getSaw      []tasks.Status     // terminal statuses seen by Get afterwards
 		resumes     int                // Updates that reported resumed
 		errs        []error            // unexpected errors
@@ -1247,10 +1437,14 @@ func raceUpdateCancelComplete(f *fixture) {
 				}
 			case 1:
 				var st tasks.Status
-				st, err = f.s.Cancel(f.ctx, owner, id, now)
+				var ended bool
+				st, ended, err = f.s.Cancel(f.ctx, owner, id, now)
 				if err == nil {
 					mu.Lock()
 					cancelSaw = append(cancelSaw, st)
+					if ended {
+						cancelEnded++
+					}
 					mu.Unlock()
 				}
 			case 2:
@@ -1293,6 +1487,10 @@ func raceUpdateCancelComplete(f *fixture) {
 	if resumes > 1 {
 		f.t.Errorf("%d Updates reported resumed, want at most 1", resumes)
 	}
+	// Exactly one racer made the task terminal, and it knows it.
+	if n := cancelEnded + len(completedBy); n != 1 {
+		f.t.Errorf("%d Cancels reported ending the task and %d Completes were accepted: want exactly one transition", cancelEnded, len(completedBy))
+	}
 	switch final.Status {
 	case tasks.StatusCompleted:
 		if len(completedBy) != 1 {
@@ -1322,15 +1520,15 @@ func raceUpdateCancelComplete(f *fixture) {
 
 	// And it never changes afterwards.
 	later := f.at(lease + time.Hour)
-	if st := f.cancel(id, later); st != final.Status {
-		f.t.Errorf("Cancel after the race = %s, want %s", st, final.Status)
+	if st, ended := f.cancelEnded(id, later); st != final.Status || ended {
+		f.t.Errorf("Cancel after the race = %s, ended %v; want %s, not ended", st, ended, final.Status)
 	}
 	if f.update(id, map[string]json.RawMessage{keys[0]: raw(`"late"`), keys[1]: raw(`"late"`)}, later) {
 		f.t.Errorf("Update after the race resumed the task")
 	}
 	f.commitFenced(copyClaim(c), &tasks.Change{Now: later, Fail: &tasks.ErrorObject{Code: 1, Message: "late"}})
-	if nc := f.claimNoLease(id, later); nc.Task.Status != final.Status {
-		f.t.Errorf("Claim after the race: status %s, want %s", nc.Task.Status, final.Status)
+	if nc := f.claimNoLease(id, later); nc.Task.Status != final.Status || nc.Ended {
+		f.t.Errorf("Claim after the race: status %s, ended %v; want %s, not ended", nc.Task.Status, nc.Ended, final.Status)
 	}
 	again := f.get(id)
 	if again.Status != final.Status || !jsonEqual(again.Result, final.Result) || again.Error != nil ||
@@ -1384,5 +1582,119 @@ func testRaceClaim(f *fixture) {
 	next := f.claim(id, f.now)
 	if next.Gen <= w.Gen || len(next.Journal) != 1 {
 		f.t.Errorf("next claim: Gen %d (winner %d), journal %d entries; want higher Gen and 1 entry", next.Gen, w.Gen, len(next.Journal))
+	}
+}
+
+// NewTask.MaxLive bounds an owner's live tasks: over it Create answers
+// ErrTooManyTasks and creates nothing; every way a task ends (complete,
+// fail, cancel at once, cancel through the worker, cancel by a later claim)
+// frees its place; other owners and expired tasks do not count.
+func testLiveLimit(f *fixture) {
+	const limit = 2
+	create := func(who string) (string, error) {
+		f.t.Helper()
+		nt := f.newTask()
+		nt.Owner, nt.MaxLive = who, limit
+		_, err := f.s.Create(f.ctx, nt)
+		return nt.ID, err
+	}
+	mustCreate := func(why string) string {
+		f.t.Helper()
+		id, err := create(owner)
+		if err != nil {
+			f.t.Fatalf("Create %s: %v", why, err)
+		}
+		return id
+	}
+	mustRefuse := func(why string) {
+		f.t.Helper()
+		id, err := create(owner)
+		if !errors.Is(err, tasks.ErrTooManyTasks) {
+			f.t.Fatalf("Create %s = %v, want ErrTooManyTasks", why, err)
+		}
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+			f.t.Errorf("a refused Create left a task behind: Get = %v", err)
+		}
+		if ids, _ := dueIDs(f, f.at(24*time.Hour), 10000); slices.Contains(ids, id) {
+			f.t.Errorf("a refused Create left an entry in the due index")
+		}
+	}
+	a, b := mustCreate("one"), mustCreate("two")
+	mustRefuse("over the limit")
+	if _, err := create(stranger); err != nil {
+		f.t.Errorf("another owner's Create = %v, want it unaffected", err)
+	}
+	// Tasks created without a limit are not counted.
+	if _, err := f.s.Create(f.ctx, f.newTask()); err != nil {
+		f.t.Fatalf("Create without a limit: %v", err)
+	}
+	mustRefuse("still over the limit")
+
+	// Completing one frees a place.
+	f.commit(f.claim(a, f.now), &tasks.Change{Now: f.now, Complete: raw(`{}`)})
+	c := mustCreate("after a completion")
+	mustRefuse("full again")
+	// So does failing.
+	f.commit(f.claim(b, f.now), &tasks.Change{Now: f.now, Fail: &tasks.ErrorObject{Code: 1, Message: "x"}})
+	d := mustCreate("after a failure")
+	// Cancelling a queued task at once.
+	f.cancel(c, f.now)
+	e := mustCreate("after a cancel")
+	mustRefuse("full again")
+	// A running task whose cancellation was requested still counts, until
+	// its holder commits ...
+	hold := f.claim(d, f.now)
+	f.cancel(d, f.at(time.Second))
+	mustRefuse("while a cancelled task still runs")
+	f.commit(hold, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
+	mustCreate("after the holder's commit ended it")
+	// ... or, its holder dead, the next claim ends it.
+	f.claim(e, f.now)
+	f.cancel(e, f.at(time.Second))
+	mustRefuse("while a cancelled task is held")
+	if nc := f.claimNoLease(e, f.at(lease+time.Millisecond)); nc.Task.Status != tasks.StatusCancelled {
+		f.t.Fatalf("Claim after the lease expired: %s, want cancelled", nc.Task.Status)
+	}
+	mustCreate("after a claim ended it")
+	mustRefuse("full again")
+
+	// Tasks past their TTL no longer count (by the creation's clock).
+	const carol = "iss-a|carol"
+	for i := range limit + 1 {
+		nt := f.newTask()
+		nt.Owner, nt.MaxLive, nt.TTL = carol, limit, time.Minute
+		if i == limit {
+			nt.Now = f.at(time.Minute + time.Millisecond)
+		}
+		if _, err := f.s.Create(f.ctx, nt); err != nil {
+			f.t.Fatalf("Create %d of %s (the last after the others expired): %v", i, carol, err)
+		}
+	}
+}
+
+// Concurrent creations never exceed the limit.
+func testLiveLimitRace(f *fixture) {
+	const limit = 5
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range racers {
+		wg.Go(func() {
+			<-start
+			nt := f.newTask()
+			nt.MaxLive = limit
+			_, err := f.s.Create(f.ctx, nt)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case !errors.Is(err, tasks.ErrTooManyTasks):
+				f.t.Errorf("Create: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := created.Load(); n != limit {
+		f.t.Errorf("%d of %d concurrent creations succeeded, want exactly the limit %d", n, racers, limit)
 	}
 }
