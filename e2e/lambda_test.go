@@ -24,6 +24,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"
 	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 // runtimeAPI is a local Lambda Runtime API (the interface a provided.al2023
@@ -150,7 +151,7 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	poisoned := "poisoned-task-0123456789"
+	poisoned := tasks.NewID() // a valid id whose key holds the wrong type
 	if err := rc.Do(t.Context(), rc.B().Set().Key("mcptasks:{"+poisoned+"}").Value("not a hash").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,24 +37,54 @@ func Start(tb testing.TB) string {
 		}
 		tb.Skip(msg)
 	}
+	return startRetrying(tb, bin).URL
+}
+
+// Server is a redis-server process of a test's own.
+type Server struct {
+	// URL is its redis:// URL.
+	URL string
+	// Process is the server process, for fault injection (SIGSTOP, kill).
+	Process *os.Process
+}
+
+// StartServer starts a redis-server process of the test's own, even when
+// REDIS_URL is set (fault injection needs the process), and stops it when
+// the test ends. A missing redis-server skips the test, or fails it under
+// CI.
+func StartServer(tb testing.TB) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redis-server not found on PATH (install it: apt-get install -y redis-server)"
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	return startRetrying(tb, bin)
+}
+
+func startRetrying(tb testing.TB, bin string) *Server {
+	tb.Helper()
 	var lastErr error
 	for range 5 {
-		addr, err := start(tb, bin)
+		addr, proc, err := start(tb, bin)
 		if err == nil {
-			return "redis://" + addr
+			return &Server{URL: "redis://" + addr, Process: proc}
 		}
 		lastErr = err
 	}
 	tb.Fatalf("testredis: %v", lastErr)
-	return ""
+	return nil
 }
 
 // start runs one redis-server on a port that was free a moment ago; a lost
 // race for the port is reported as an error so the caller can retry.
-func start(tb testing.TB, bin string) (string, error) {
+func start(tb testing.TB, bin string) (string, *os.Process, error) {
 	port, err := freePort()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	dir := tb.TempDir()
 	cmd := exec.Command(bin,
@@ -66,11 +97,11 @@ func start(tb testing.TB, bin string) (string, error) {
 	)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("starting redis-server: %w", err)
+		return "", nil, fmt.Errorf("starting redis-server: %w", err)
 	}
 	ready := make(chan error, 1)
 	go func() {
@@ -92,18 +123,19 @@ func start(tb testing.TB, bin string) (string, error) {
 	case err := <-ready:
 		if err != nil {
 			_ = cmd.Wait()
-			return "", err
+			return "", nil, err
 		}
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return "", fmt.Errorf("redis-server did not become ready in 10s")
+		return "", nil, fmt.Errorf("redis-server did not become ready in 10s")
 	}
 	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return fmt.Sprintf("127.0.0.1:%d", port), nil
+	return fmt.Sprintf("127.0.0.1:%d", port), cmd.Process, nil
 }
 
 func freePort() (int, error) {

@@ -48,6 +48,7 @@ type Config struct {
 	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
 	AllowedOrigins []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
 	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
+	StoreTimeout   time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout    time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
 	MaxRequests    int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
 	SweepEvery     time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
@@ -171,6 +172,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
 	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, 256)
 	dur("MCPTASKS_READ_TIMEOUT", &c.ReadTimeout, 30*time.Second)
+	dur("MCPTASKS_STORE_TIMEOUT", &c.StoreTimeout, 5*time.Second)
 	num("MCPTASKS_QSTASH_RETRIES", &c.QStash.Retries, 0)
 	if v := getenv("MCPTASKS_ALLOWED_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {
@@ -459,6 +461,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		PollInterval:       cfg.PollInterval,
 		MaxDuration:        cfg.MaxDuration,
 		StepsPerInvocation: cfg.Steps,
+		StoreTimeout:       cfg.StoreTimeout,
 		StateSecret:        []byte(cfg.StateSecret),
 		Anonymous:          !cfg.AuthEnabled,
 	}

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -184,15 +186,11 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 	if v, _, ok := str(top, "method"); !ok || v != method {
 		return nil, false
 	}
-	req := &leanRequest{ID: top["id"]}
-	if len(req.ID) == 0 || (req.ID[0] != '"' && !integerID.Match(req.ID)) {
+	id, ok := plainID(top)
+	if !ok {
 		return nil, false // a notification, or a null/odd id: the go-sdk answers it
 	}
-	if req.ID[0] == '"' {
-		if _, _, ok := str(top, "id"); !ok {
-			return nil, false
-		}
-	}
+	req := &leanRequest{ID: id}
 	params, ok := object(top["params"])
 	if !ok {
 		return nil, false
@@ -362,6 +360,42 @@ func (s *Server) withServerInfo(res mcp.Result) mcp.Result {
 	m["io.modelcontextprotocol/serverInfo"] = s.impl
 	res.SetMeta(m)
 	return res
+}
+
+// plainID returns the request's id when it is one the go-sdk echoes
+// unchanged: a JSON string or integer. Anything else (absent, null,
+// fractional, array, object, boolean) is left to the go-sdk to answer.
+func plainID(top map[string]json.RawMessage) (json.RawMessage, bool) {
+	id := top["id"]
+	if len(id) == 0 || (id[0] != '"' && !integerID.Match(id)) {
+		return nil, false
+	}
+	if id[0] == '"' {
+		if _, _, ok := str(top, "id"); !ok {
+			return nil, false
+		}
+	}
+	return id, true
+}
+
+// sdkID returns the id the go-sdk v1.8.0 answers a request with
+// (jsonrpc2.MakeID): a string as it is, a number truncated to an integer.
+// ok is false for a notification (no id, or null), and for an id the
+// go-sdk refuses as a parse error (array, object, boolean): the go-sdk
+// answers those itself.
+func sdkID(top map[string]json.RawMessage) (json.RawMessage, bool) {
+	if id, ok := plainID(top); ok {
+		return id, true
+	}
+	raw := bytes.TrimSpace(top["id"])
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return nil, false
+	}
+	return json.RawMessage(strconv.FormatInt(int64(f), 10)), true
 }
 
 // writeRPC writes a JSON-RPC response with the HTTP status the 2026-07-28

@@ -54,7 +54,13 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		msgID := top["id"]
+		// Answer with the id the go-sdk would; leave the ids it refuses
+		// (and notifications) to it.
+		msgID, accepted := sdkID(top)
+		if !accepted {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if text := nameMismatch(r.Header, method, taskID); text != "" {
 			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
 			return

@@ -86,6 +86,13 @@ type Options struct {
 	// NewTask.MaxLive). Under Anonymous every caller shares one principal,
 	// so the limit then applies to the whole server.
 	MaxLiveTasks int
+	// StoreTimeout bounds the store work of one request (tasks/get,
+	// tasks/update, tasks/cancel, and the create and enqueue of a
+	// task-creating tools/call), so that an unreachable or frozen Redis
+	// gets an answer (-32603 "task store unavailable", with a retry hint)
+	// well inside the platform's limit instead of holding the request.
+	// Default 5s.
+	StoreTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -121,6 +128,9 @@ func (o *Options) fill() {
 	}
 	if o.MinStepTime <= 0 {
 		o.MinStepTime = min(time.Second, (o.MaxDuration-o.SafetyMargin)/2)
+	}
+	if o.StoreTimeout <= 0 {
+		o.StoreTimeout = 5 * time.Second
 	}
 	if o.CancelPoll <= 0 {
 		o.CancelPoll = 250 * time.Millisecond
@@ -407,17 +417,26 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // get, cancel and update are the task operations both HTTP paths (the lean
 // path and the go-sdk middleware) call once the capability gate passed. An
 // id the server never issued (see ValidID) is unknown without a store call.
+// storeUnavailable is the answer to a request whose store work failed or
+// ran past Options.StoreTimeout: nothing was done that a retry would not
+// redo, so the client may retry after a moment.
+func storeUnavailable() error {
+	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
+}
+
 func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
 	t, err := s.store.Get(ctx, owner, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err != nil {
 		s.log.Error("tasks/get failed", "task", id, "err", err)
-		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+		return nil, storeUnavailable()
 	}
 	return NewDetailedTask(t), nil
 }
@@ -426,6 +445,8 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
 	st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
@@ -438,7 +459,7 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 	}
 	if err != nil {
 		s.log.Error("tasks/cancel failed", "task", id, "err", err)
-		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+		return nil, storeUnavailable()
 	}
 	return &Ack{ResultType: "complete"}, nil
 }
@@ -447,6 +468,8 @@ func (s *Server) update(ctx context.Context, owner, id string, responses map[str
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
 	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
@@ -457,7 +480,7 @@ func (s *Server) update(ctx context.Context, owner, id string, responses map[str
 	if err != nil {
 		s.log.Error("tasks/update failed", "task", id, "err", err)
 		if !resumed {
-			return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+			return nil, storeUnavailable()
 		}
 	}
 	if resumed {
@@ -531,13 +554,15 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		nt.Journal, nt.Responses = journal, responses
 	}
 	nt.Now = s.now()
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
 	task, err := s.store.Create(ctx, nt)
 	if errors.Is(err, ErrTooManyTasks) {
 		return nil, tooManyTasks(nt.MaxLive)
 	}
 	if err != nil {
 		s.log.Error("creating a task failed", "tool", t.name, "err", err)
-		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable"}
+		return nil, storeUnavailable()
 	}
 	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
 	if err := s.enqueue(ctx, task.ID, time.Time{}); err != nil {
