@@ -109,8 +109,10 @@ func StartSweep(apps ...*tasks.App) {
 }
 
 // WithSQS makes a bundle able to send to Amazon SQS (MCPTASKS_QUEUE=sqs)
-// through c; nil builds a client from the AWS environment
-// ([sqsqueue.NewClient]).
+// through c: an [sqsqueue.Client] (from [sqsqueue.NewClientWith] for
+// credentials from another source than the environment) or any
+// [sqsqueue.Sender]. nil builds a client from the AWS environment
+// ([sqsqueue.NewClient]) when the queue is first built.
 func WithSQS(c sqsqueue.Sender) bundle.Option {
 	return bundle.WithQueue(bundle.QueueSQS, func(ctx context.Context, cfg bundle.Config) (tasks.Queue, error) {
 		if c == nil {

@@ -35,6 +35,12 @@ type env struct {
 
 func setup(t *testing.T, vars map[string]string) *env {
 	t.Helper()
+	return setupWith(t, vars, func(fs *fakesqs.Server) bundle.Option { return awslambda.WithSQS(fs.Client()) })
+}
+
+// setupWith is setup with the SQS option withSQS returns.
+func setupWith(t *testing.T, vars map[string]string, withSQS func(*fakesqs.Server) bundle.Option) *env {
+	t.Helper()
 	redisURL := testredis.Start(t)
 	fs := fakesqs.Start(t)
 	qurl := fs.CreateQueue("mcptasks-tasks")
@@ -51,7 +57,7 @@ func setup(t *testing.T, vars map[string]string) *env {
 		t.Fatalf("FromEnv: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	b, err := bundle.New(t.Context(), cfg, log, examples.App, awslambda.WithSQS(fs.Client()))
+	b, err := bundle.New(t.Context(), cfg, log, examples.App, withSQS(fs))
 	if err != nil {
 		t.Fatalf("bundle.New: %v", err)
 	}
@@ -198,6 +204,43 @@ func TestMCPFunctionURL(t *testing.T) {
 	msgs := sqsMessagesFor(e, id)
 	if len(msgs) != 1 || msgs[0].DelaySeconds != 0 {
 		t.Fatalf("SQS messages for the new task: %+v, want one due now", msgs)
+	}
+}
+
+// WithSQS(nil) builds its client from the function's environment: the
+// region, the role's temporary credentials and the endpoint override
+// (here, the local endpoint, which verifies the request's signature).
+func TestWithSQSFromTheEnvironment(t *testing.T) {
+	e := setupWith(t, nil, func(fs *fakesqs.Server) bundle.Option {
+		for _, kv := range fs.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		return awslambda.WithSQS(nil)
+	})
+	id := createTask(t, e, 1)
+	if msgs := sqsMessagesFor(e, id); len(msgs) != 1 {
+		t.Fatalf("SQS messages for the new task: %+v, want one", msgs)
+	}
+}
+
+// Without a region, WithSQS(nil) fails the bundle with an error naming
+// AWS_REGION.
+func TestWithSQSNeedsARegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	vars := map[string]string{"REDIS_URL": testredis.Start(t), "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/q"}
+	cfg, err := bundle.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.New(t.Context(), cfg, slog.New(slog.DiscardHandler), examples.App, awslambda.WithSQS(nil))
+	if err == nil {
+		b.Close()
+		t.Fatal("bundle.New without AWS_REGION succeeded")
+	}
+	if !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Errorf("bundle.New: %v, want an error naming AWS_REGION", err)
 	}
 }
 

@@ -1,23 +1,25 @@
 // Package sqsqueue is the [tasks.Queue] on Amazon SQS, the event source of
-// the AWS Lambda worker function. It is the only package of mcptasks that
-// links the AWS SDK's SQS client; only the Lambda entry points import it.
+// the AWS Lambda worker function; only the Lambda entry points import it.
+//
+// [Queue] turns an enqueue into one SQS SendMessage through a [Sender].
+// The package's own [Client] is that sender: SendMessage over the SQS JSON
+// protocol, signed with AWS Signature Version 4, retried with jittered
+// backoff, on the standard library alone. It replaces the AWS SDK for Go,
+// whose SQS client, credential chain and endpoint rules were 61 packages
+// and 0.9 MB of every Lambda bootstrap for this one call; no binary of
+// mcptasks links the SDK (its signer is only the tests' oracle).
+// [NewClient] configures a Client from the environment Lambda gives every
+// function; [NewClientWith] from a region and any credentials source.
 //
 // [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
 package sqsqueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/mcptasks/mcptasks/pkg/queue"
 )
@@ -27,9 +29,31 @@ import (
 // arrives early, the task is still asleep, and the worker enqueues it again.
 const MaxDelay = 15 * time.Minute
 
-// Sender is the part of *sqs.Client the adapter uses.
+// SendMessageInput is one SQS SendMessage request.
+type SendMessageInput struct {
+	// QueueURL is the queue's URL.
+	QueueURL string
+	// MessageBody is the message, at most 1 MiB.
+	MessageBody string
+	// DelaySeconds delays the delivery (0-900; standard queues only). Zero
+	// sends no delay, so the queue's default delay applies.
+	DelaySeconds int32
+	// MessageGroupID and MessageDeduplicationID are a FIFO queue's ids.
+	MessageGroupID         string
+	MessageDeduplicationID string
+}
+
+// SendMessageOutput is SendMessage's answer.
+type SendMessageOutput struct {
+	MessageID        string
+	MD5OfMessageBody string
+	// SequenceNumber is set for a FIFO queue.
+	SequenceNumber string
+}
+
+// Sender sends a message to SQS: a [*Client], or a substitute in tests.
 type Sender interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessage(ctx context.Context, in *SendMessageInput) (*SendMessageOutput, error)
 }
 
 // Options configures an SQS queue. The zero value is a standard queue.
@@ -59,7 +83,7 @@ type Queue struct {
 }
 
 // New returns a queue that sends to the SQS queue at queueURL through c
-// (an *sqs.Client).
+// (a [*Client]).
 func New(c Sender, queueURL string, opts *Options) *Queue {
 	var o Options
 	if opts != nil {
@@ -82,17 +106,14 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 		return err
 	}
 	now := q.o.Now()
-	in := &sqs.SendMessageInput{
-		QueueUrl:    aws.String(q.url),
-		MessageBody: aws.String(string(queue.EncodeMessage(taskID))),
-	}
+	in := &SendMessageInput{QueueURL: q.url, MessageBody: string(queue.EncodeMessage(taskID))}
 	if q.o.FIFO {
 		due := notBefore
 		if due.IsZero() {
 			due = now
 		}
-		in.MessageGroupId = aws.String(taskID)
-		in.MessageDeduplicationId = aws.String(taskID + "." + strconv.FormatInt(due.UnixMilli(), 10))
+		in.MessageGroupID = taskID
+		in.MessageDeduplicationID = taskID + "." + strconv.FormatInt(due.UnixMilli(), 10)
 	} else if d := notBefore.Sub(now); !notBefore.IsZero() && d > 0 {
 		secs := int64((d + time.Second - 1) / time.Second)
 		in.DelaySeconds = int32(min(secs, int64(MaxDelay/time.Second)))
@@ -106,44 +127,3 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 // MaxDelay implements tasks.Queue: 15 minutes, SQS's limit (a FIFO queue holds
 // no per-message delay at all, see Options.FIFO).
 func (q *Queue) MaxDelay() time.Duration { return MaxDelay }
-
-// NewClient returns an SQS client configured from the environment AWS
-// Lambda gives every function: the region from AWS_REGION (or
-// AWS_DEFAULT_REGION), the function role's credentials from
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, and an
-// endpoint override from AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL).
-//
-// It deliberately does not load the AWS SDK's full configuration chain
-// (shared config files, SSO, STS, IMDS), which would double the size of
-// every Lambda bootstrap for sources a function never uses. Elsewhere,
-// build a client with config.LoadDefaultConfig and pass it to [New].
-func NewClient(getenv func(string) string) (*sqs.Client, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	first := func(names ...string) string {
-		for _, n := range names {
-			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	region := first("AWS_REGION", "AWS_DEFAULT_REGION")
-	key, secret := first("AWS_ACCESS_KEY_ID"), first("AWS_SECRET_ACCESS_KEY")
-	switch {
-	case region == "":
-		return nil, errors.New("sqs: AWS_REGION is not set (Lambda sets it; elsewhere set it or pass a client built with the AWS SDK's config.LoadDefaultConfig)")
-	case key == "" || secret == "":
-		return nil, errors.New("sqs: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the function's role; elsewhere pass a client built with the AWS SDK's config.LoadDefaultConfig)")
-	}
-	o := sqs.Options{
-		Region:      region,
-		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(key, secret, first("AWS_SESSION_TOKEN"))),
-		Retryer:     retry.NewStandard(),
-	}
-	if ep := first("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"); ep != "" {
-		o.BaseEndpoint = aws.String(ep)
-	}
-	return sqs.New(o), nil
-}
