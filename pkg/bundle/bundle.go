@@ -77,7 +77,8 @@ const (
 )
 
 // SQSConfig configures the Amazon SQS queue. Region and credentials come
-// from the AWS SDK's usual sources (on Lambda: the function's environment).
+// from the function's environment (AWS_REGION, AWS_ACCESS_KEY_ID, ...; see
+// sqsqueue.NewClient).
 type SQSConfig struct {
 	// QueueURL is the queue (MCPTASKS_SQS_QUEUE_URL). Required for "sqs".
 	QueueURL string
