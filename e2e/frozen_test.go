@@ -69,8 +69,8 @@ func TestFrozenRedis(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for name, rq := range requests {
+		body, hdr := c.Envelope(rq.method, rq.params) // not concurrency-safe: build here
 		wg.Go(func() {
-			body, hdr := c.Envelope(rq.method, rq.params)
 			req, _ := http.NewRequest(http.MethodPost, c.URL, bytes.NewReader(body))
 			req.Header = hdr
 			began := time.Now()

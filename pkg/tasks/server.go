@@ -353,7 +353,7 @@ func (s *Server) enqueue(ctx context.Context, id string, at time.Time) error {
 			at = limit
 		}
 	}
-	if err := s.queue.Enqueue(ctx, id, at); err != nil {
+	if _, err := await(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.queue.Enqueue(ctx, id, at) }); err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)
 	}
 	return nil
@@ -424,13 +424,38 @@ func storeUnavailable() error {
 	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
 }
 
+// await runs f and returns its outcome, or ctx's error as soon as ctx is
+// done even if f has not returned: a request's answer never waits past
+// its deadline on a store that does not honour it promptly. f keeps
+// running to its end in the background; an outcome it reaches after the
+// deadline is dropped (the client was told to retry, and every task
+// operation is safe to repeat).
+func await[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	type outcome struct {
+		v   T
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		v, err := f(ctx)
+		ch <- outcome{v, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.v, o.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
 func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	t, err := s.store.Get(ctx, owner, id)
+	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
@@ -447,7 +472,15 @@ func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
+	type cancelled struct {
+		st    Status
+		ended bool
+	}
+	c, err := await(ctx, func(ctx context.Context) (cancelled, error) {
+		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
+		return cancelled{st, ended}, err
+	})
+	st, ended := c.st, c.ended
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
@@ -470,7 +503,9 @@ func (s *Server) update(ctx context.Context, owner, id string, responses map[str
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	resumed, err := s.store.Update(ctx, owner, id, responses, s.now())
+	resumed, err := await(ctx, func(ctx context.Context) (bool, error) {
+		return s.store.Update(ctx, owner, id, responses, s.now())
+	})
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
@@ -556,7 +591,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	nt.Now = s.now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	task, err := s.store.Create(ctx, nt)
+	task, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Create(ctx, nt) })
 	if errors.Is(err, ErrTooManyTasks) {
 		return nil, tooManyTasks(nt.MaxLive)
 	}
