@@ -17,6 +17,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/term v0.45.0
 	golang.org/x/time v0.15.0
 )
 
