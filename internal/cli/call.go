@@ -62,11 +62,11 @@ func (e *env) call(ctx context.Context, args []string) error {
 	tool, pairs := pos[0], pos[1:]
 	prog := newProgress(e)
 	c := com.client(e, prog)
-	var in *schema
-	if len(pairs) > 0 {
-		if in, err = e.inputSchema(ctx, com, tool); err != nil {
-			return err
-		}
+	// tools/list first, with few retries: it types the arguments, and a
+	// server that is not there, or has no such tool, is reported at once.
+	in, err := e.inputSchema(ctx, com, tool)
+	if err != nil {
+		return err
 	}
 	toolArgs, err := toolArgs(in, *jsonArg, pairs)
 	if err != nil {
