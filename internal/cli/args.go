@@ -39,6 +39,9 @@ func parseJSON(s string) (any, bool) {
 
 // splitPair splits "key=value" or "key:=json"; raw reports the second form.
 func splitPair(arg string) (key, value string, raw bool, err error) {
+	if strings.HasPrefix(arg, "-") {
+		return "", "", false, fmt.Errorf("unknown flag %s", arg)
+	}
 	i := strings.IndexByte(arg, '=')
 	if i <= 0 {
 		return "", "", false, fmt.Errorf("%q is not key=value", arg)

@@ -77,16 +77,38 @@ func TestToolArgs(t *testing.T) {
 	}
 }
 
-// Flags and arguments mix in any order; "--" ends the flags.
+// Flags and arguments mix in any order; a word that starts with "-" but
+// names no flag is an argument (task ids may start with "-"); "--" ends
+// the flags.
 func TestParseInterleaved(t *testing.T) {
-	e, _, _ := testEnv("", false)
-	fs := newFlagSet("x")
-	out := fs.String("output", "text", "")
-	pos, err := e.parse(fs, "usage", []string{"greet", "name=Ada", "--output", "json", "x=1", "--", "--y=2"})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args    []string
+		output  string
+		detach  bool
+		wantPos string
+	}{
+		{[]string{"greet", "name=Ada", "--output", "json", "x=1", "--", "--y=2"}, "json", false, "greet name=Ada x=1 --y=2"},
+		{[]string{"-detach", "-Ab3_x", "--output=json", "-"}, "json", true, "-Ab3_x -"},
+		{[]string{"--Uo3KC", "-detach=false", "-output", "text"}, "text", false, "--Uo3KC"},
+		{[]string{"--", "--output", "json"}, "text", false, "--output json"},
+	} {
+		e, _, _ := testEnv("", false)
+		fs := newFlagSet("x")
+		out := fs.String("output", "text", "")
+		detach := fs.Bool("detach", false, "")
+		pos, err := e.parse(fs, "usage", tc.args)
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if *out != tc.output || *detach != tc.detach || strings.Join(pos, " ") != tc.wantPos {
+			t.Errorf("%q: output %q, detach %t, positional %q", tc.args, *out, *detach, pos)
+		}
 	}
-	if *out != "json" || strings.Join(pos, " ") != "greet name=Ada x=1 --y=2" {
-		t.Errorf("output %q, positional %q", *out, pos)
+	e, stdout, _ := testEnv("", false)
+	fs := newFlagSet("x")
+	fs.String("output", "text", "the format")
+	if _, err := e.parse(fs, "Usage: x", []string{"a", "-h", "b"}); err == nil || !strings.Contains(stdout.String(), "Usage: x\n\nFlags:\n  -output string\n    \tthe format") {
+		t.Errorf("-h: %v\n%s", err, stdout)
 	}
 }

@@ -68,22 +68,24 @@ func (e *env) call(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	toolArgs, err := toolArgs(in, *jsonArg, pairs)
+	arguments, err := toolArgs(in, *jsonArg, pairs)
 	if err != nil {
 		return local.Usagef("call %s: %v", tool, err)
 	}
 	ask := e.asker(prog)
 	if *detach {
-		return e.startDetached(ctx, c, tool, toolArgs, ask, *output)
+		return e.startDetached(ctx, c, tool, arguments, ask, *output)
 	}
-	return e.follow(ctx, prog, follow{what: "calling " + tool, tool: tool, cancel: true, format: *output},
+	return e.follow(ctx, prog, followOptions{what: "calling " + tool, tool: tool, cancel: true, format: *output},
 		func(ctx context.Context, opts ...client.CallOption) (*mcp.CallToolResult, error) {
-			return c.Call(ctx, tool, toolArgs, opts...)
+			return c.Call(ctx, tool, arguments, opts...)
 		})
 }
 
-// inputSchema returns the input schema of tool from tools/list (nil when
-// the server refuses tools/list).
+// inputSchema returns the input schema of tool from tools/list: nil when
+// the server answers tools/list with an error (the arguments are then read
+// without their types), an error when it does not answer or has no such
+// tool.
 func (e *env) inputSchema(ctx context.Context, com *common, tool string) (*schema, error) {
 	tools, err := com.quickClient(e).ListTools(ctx)
 	if err != nil {
@@ -128,8 +130,8 @@ func (e *env) startDetached(ctx context.Context, c *client.Client, tool string, 
 	return err
 }
 
-// follow is how a call or a watch follows its task.
-type follow struct {
+// followOptions say how a call or a watch follows its task.
+type followOptions struct {
 	what   string // what the live line says before the task exists
 	tool   string // the tool called, if known
 	cancel bool   // an interrupt cancels the task (call), or only stops waiting (watch)
@@ -139,7 +141,7 @@ type follow struct {
 // follow runs run (a Call or a Resume) with progress, prompts and
 // interrupts wired in, and turns its outcome into output and an exit
 // status.
-func (e *env) follow(ctx context.Context, prog *progress, f follow, run func(context.Context, ...client.CallOption) (*mcp.CallToolResult, error)) error {
+func (e *env) follow(ctx context.Context, prog *progress, f followOptions, run func(context.Context, ...client.CallOption) (*mcp.CallToolResult, error)) error {
 	detachCtx, detach := context.WithCancelCause(context.Background())
 	defer detach(nil)
 	callCtx, cancelCall := context.WithCancelCause(ctx)

@@ -149,29 +149,68 @@ func (c *common) quickClient(e *env) *client.Client {
 }
 
 // parse parses args with fs, flags and positional arguments in any order
-// ("--" ends the flags). On -h or --help it prints usage to stdout and
-// returns flag.ErrHelp; a bad flag is a usage error.
+// ("--" ends the flags). A word that starts with "-" but names no flag of
+// fs is an argument: task ids may start with "-". On -h or --help it
+// prints usage to stdout and returns flag.ErrHelp; a bad flag value is a
+// usage error.
 func (e *env) parse(fs *flag.FlagSet, usage string, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		n := flagWords(fs, a)
+		if n == 0 {
+			pos, args = append(pos, a), args[1:]
+			continue
+		}
+		n = min(n, len(args)) // a missing value is fs.Parse's error
+		if err := fs.Parse(args[:n]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				e.usage(fs, usage)
 				return nil, err
 			}
 			return nil, local.Usagef("%s: %v", fs.Name(), err)
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
+		args = args[n:]
 	}
+	return pos, nil
+}
+
+// flagWords reports how many words of the command line the flag a takes
+// (1, or 2 for a flag whose value is the next word), or 0 when a is not a
+// flag of fs (nor -h or --help).
+func flagWords(fs *flag.FlagSet, a string) int {
+	name, ok := strings.CutPrefix(a, "-")
+	if !ok || name == "" {
+		return 0
+	}
+	name = strings.TrimPrefix(name, "-")
+	name, _, hasValue := strings.Cut(name, "=")
+	f := fs.Lookup(name)
+	switch {
+	case f == nil && (name == "h" || name == "help"):
+		return 1
+	case f == nil:
+		return 0
+	case hasValue:
+		return 1
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return 1
+	}
+	return 2
+}
+
+// unexpected is the usage error of an argument too many.
+func unexpected(cmd, arg string) error {
+	if strings.HasPrefix(arg, "-") {
+		return local.Usagef("%s: unknown flag %s", cmd, arg)
+	}
+	return local.Usagef("%s: unexpected argument %q", cmd, arg)
 }
 
 // usage prints text, then the flags of fs.

@@ -7,7 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/examples/conformance"
@@ -151,7 +153,9 @@ func TestCommandsExamples(t *testing.T) {
 	})
 	t.Run("watch-interrupt", func(t *testing.T) {
 		t.Parallel()
-		id := strings.TrimSpace(newRun(url, nil).exec(ctx, "call", "slow_compute", "seconds=60", "--detach").out.String())
+		d := newRun(url, nil).exec(ctx, "call", "slow_compute", "seconds=60", "--detach")
+		check(t, d, 0)
+		id := strings.TrimSpace(d.out.String())
 		r := newRun(url, nil)
 		done := make(chan struct{})
 		go func() {
@@ -190,7 +194,9 @@ func TestCommandsExamples(t *testing.T) {
 		}{
 			{[]string{"call"}, 2, "call needs a TOOL"},
 			{[]string{"call", "greet", "--output", "yaml"}, 2, "--output is text or json"},
-			{[]string{"call", "greet", "--bogus"}, 2, "flag provided but not defined"},
+			{[]string{"call", "greet", "--bogus"}, 2, "unknown flag --bogus"},
+			{[]string{"call", "greet", "--output"}, 2, "flag needs an argument"},
+			{[]string{"task", "get", "x", "--bogus"}, 2, "unknown flag --bogus"},
 			{[]string{"call", "slow_compute", "seconds=soon"}, 2, `"soon" is not an integer`},
 			{[]string{"call", "nope", "x=1"}, 1, `no tool "nope"`},
 			{[]string{"task"}, 2, "needs a subcommand"},
@@ -281,5 +287,34 @@ func waitStatus(t *testing.T, url, id string, want client.Status) {
 	}))
 	if st := getStatus(t, url, id); st != want {
 		t.Fatalf("task %s is %s (%v), want %s", id, st, err, want)
+	}
+}
+
+// --token and MCPTASKS_TOKEN are sent as a bearer token; a server that
+// refuses the request is reported at once.
+func TestToken(t *testing.T) {
+	const iss, aud, secret = "https://issuer.test", "https://mcp.test/mcp", "0123456789abcdef0123456789abcdef-cli"
+	url := localtest.ServeWith(t, examples.App, localtest.Options{Env: map[string]string{
+		auth.EnvIssuer: iss, auth.EnvAudience: aud, auth.EnvHS256Secret: secret,
+	}})
+	tok, err := auth.MintDevToken([]byte(secret), iss, aud, "alice", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	check(t, newRun(url, nil).exec(ctx, "call", "greet", "name=Ada", "--token", tok), 0, "Hello, Ada!")
+	r := newRun(url, nil)
+	getenv := r.e.getenv
+	r.e.getenv = func(k string) string {
+		if k == EnvToken {
+			return tok
+		}
+		return getenv(k)
+	}
+	check(t, r.exec(ctx, "call", "slow_compute", "seconds=0"), 0, "computed")
+	r = newRun(url, nil).exec(ctx, "tools")
+	check(t, r, 1)
+	if !strings.Contains(r.err.Error(), "HTTP 401") {
+		t.Errorf("without a token: %v", r.err)
 	}
 }

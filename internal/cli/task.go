@@ -37,6 +37,16 @@ Answers input requests of the task, by their keys (tasks/update). ANSWER is
 --json gives all the responses as one object by key. With no answers given,
 each pending request is asked on the terminal.`
 
+// taskHelp describes the subcommands of task in their --help.
+var taskHelp = map[string]string{
+	"get": "Prints the task as tasks/get answers it (JSON): its status and status message, and its\n" +
+		"result, error or pending input requests.",
+	"watch": "Follows the task until it ends, asking for the input it needs, and prints its result as\n" +
+		"call does (same output and exit status). Ctrl-C stops watching; the task goes on.",
+	"cancel": "Cancels the task (tasks/cancel) and prints the status it reached. Cancellation is\n" +
+		"cooperative: a running step stops at its next chance, and the task may still complete.",
+}
+
 func (e *env) task(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return local.Usagef("task needs a subcommand: get, watch, cancel or answer")
@@ -53,7 +63,7 @@ func (e *env) task(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcptasks task "+sub, flag.ContinueOnError)
 	com := e.commonFlags(fs)
 	var output, jsonArg *string
-	usage := fmt.Sprintf("Usage: mcptasks task %s TASKID [flags]\n\n%s", sub, subSummary(sub))
+	usage := fmt.Sprintf("Usage: mcptasks task %s TASKID [flags]\n\n%s", sub, taskHelp[sub])
 	switch sub {
 	case "watch":
 		output = fs.String("output", outputText, "how to print the result: text (its text content) or json (the CallToolResult)")
@@ -69,7 +79,7 @@ func (e *env) task(ctx context.Context, args []string) error {
 		return local.Usagef("task %s needs a TASKID", sub)
 	}
 	if len(pos) > 1 && sub != "answer" {
-		return local.Usagef("task %s: unexpected argument %q", sub, pos[1])
+		return unexpected("task "+sub, pos[1])
 	}
 	id := pos[0]
 	switch sub {
@@ -85,7 +95,7 @@ func (e *env) task(ctx context.Context, args []string) error {
 		}
 		prog := newProgress(e)
 		c := com.client(e, prog)
-		return e.follow(ctx, prog, follow{what: "watching task " + id, format: *output},
+		return e.follow(ctx, prog, followOptions{what: "watching task " + id, format: *output},
 			func(ctx context.Context, opts ...client.CallOption) (*mcp.CallToolResult, error) {
 				return c.Resume(ctx, id, opts...)
 			})
@@ -102,15 +112,6 @@ func (e *env) task(ctx context.Context, args []string) error {
 		return err
 	}
 	return e.answer(ctx, com.quickClient(e), id, *jsonArg, pos[1:])
-}
-
-func subSummary(sub string) string {
-	for _, l := range strings.Split(taskUsage, "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == sub {
-			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), sub))
-		}
-	}
-	return ""
 }
 
 // answer sends the answers to input requests of task id, from the command

@@ -30,7 +30,7 @@ func (e *env) tools(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return local.Usagef("tools: unexpected argument %q", pos[0])
+		return unexpected("tools", pos[0])
 	}
 	if err := checkOutput(*output); err != nil {
 		return local.Usagef("tools: %v", err)
