@@ -20,7 +20,7 @@ const toolSchema = `{"type": "object", "properties": {
 
 // key=value pairs are typed by the tool's input schema; what the schema
 // does not type is read as JSON, or else as a string.
-func TestToolArgs(t *testing.T) {
+func TestCLIArgs(t *testing.T) {
 	in, err := decodeSchema(json.RawMessage(toolSchema))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestToolArgs(t *testing.T) {
 // Flags and arguments mix in any order; a word that starts with "-" but
 // names no flag is an argument (task ids may start with "-"); "--" ends
 // the flags.
-func TestParseInterleaved(t *testing.T) {
+func TestCLIFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		output  string

@@ -30,15 +30,12 @@ const (
 // local.Program maps from the error a command returns.
 const exitInterrupted = 130
 
-// The commands, for local.Program's Commands.
+// The commands, for local.Program's Commands (cmd/mcptasks lists them).
 var (
 	Call  = command("call", "call a tool and follow its task to the end: call [--url URL] TOOL key=value ... | --json '{...}'", (*env).call)
 	Task  = command("task", "one task by its id: task get|watch|cancel|answer TASKID", (*env).task)
 	Tools = command("tools", "list the tools of a server: tools [--url URL]", (*env).tools)
 )
-
-// Commands returns call, task and tools.
-func Commands() []local.Command { return []local.Command{Call, Task, Tools} }
 
 func command(name, summary string, run func(*env, context.Context, []string) error) local.Command {
 	return local.Command{Name: name, Summary: summary, Run: func(ctx context.Context, args []string, stdout io.Writer) error {

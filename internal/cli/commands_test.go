@@ -30,7 +30,7 @@ func check(t *testing.T, r *run, code int, stdout ...string) {
 
 // The commands against the example tools, without a terminal: results on
 // stdout, one plain line per status on stderr, answers read from stdin.
-func TestCommandsExamples(t *testing.T) {
+func TestCLIExamples(t *testing.T) {
 	url := localtest.Serve(t, examples.App)
 	ctx := t.Context()
 
@@ -227,7 +227,7 @@ func TestCommandsExamples(t *testing.T) {
 // The commands against the conformance fixtures: several input requests
 // at once, an input round before the task exists, a failed task and a
 // tool error.
-func TestCommandsConformance(t *testing.T) {
+func TestCLIConformance(t *testing.T) {
 	url := localtest.Serve(t, conformance.App)
 	ctx := t.Context()
 	t.Run("multi_input", func(t *testing.T) {
@@ -292,7 +292,7 @@ func waitStatus(t *testing.T, url, id string, want client.Status) {
 
 // --token and MCPTASKS_TOKEN are sent as a bearer token; a server that
 // refuses the request is reported at once.
-func TestToken(t *testing.T) {
+func TestCLIToken(t *testing.T) {
 	const iss, aud, secret = "https://issuer.test", "https://mcp.test/mcp", "0123456789abcdef0123456789abcdef-cli"
 	url := localtest.ServeWith(t, examples.App, localtest.Options{Env: map[string]string{
 		auth.EnvIssuer: iss, auth.EnvAudience: aud, auth.EnvHS256Secret: secret,

@@ -13,7 +13,7 @@ import (
 // On a terminal the progress is one line redrawn in place, cut to the
 // terminal's width; permanent lines (the task id, notes, the final status)
 // go above it.
-func TestProgressLive(t *testing.T) {
+func TestCLIProgressLive(t *testing.T) {
 	e, _, errb := testEnv("", true)
 	now := time.Unix(0, 0)
 	e.now = func() time.Time { return now }
@@ -56,7 +56,7 @@ func TestProgressLive(t *testing.T) {
 }
 
 // A call on a terminal redraws its line while the task runs.
-func TestCallLive(t *testing.T) {
+func TestCLICallLive(t *testing.T) {
 	url := localtest.Serve(t, examples.App)
 	r := newRun(url, nil)
 	r.e.terminal = func(any) (bool, int) { return true, 80 }

@@ -28,7 +28,7 @@ func elicitRequest(schema string) *client.InputRequest {
 // The fields are asked in the schema's order; a value the schema refuses
 // is asked again; an empty optional field is left out and a default is
 // taken.
-func TestAskForm(t *testing.T) {
+func TestCLIAskForm(t *testing.T) {
 	answers := strings.Join([]string{
 		"",             // action: answer
 		"", "A", "Ada", // name: required, too short, fine
@@ -71,7 +71,7 @@ func TestAskForm(t *testing.T) {
 }
 
 // Decline and cancel send the action alone; a stdin that ends is an error.
-func TestAskActions(t *testing.T) {
+func TestCLIAskActions(t *testing.T) {
 	for in, want := range map[string]string{
 		"d\n":          `{"action":"decline"}`,
 		"cancel\n":     `{"action":"cancel"}`,
@@ -101,7 +101,7 @@ func TestAskActions(t *testing.T) {
 }
 
 // The answers of task answer: JSON, an action, or a one-field form's value.
-func TestAnswerValue(t *testing.T) {
+func TestCLIAnswerValue(t *testing.T) {
 	one := elicitRequest(`{"type": "object", "properties": {"confirm": {"type": "boolean"}}}`)
 	two := elicitRequest(formSchema)
 	for _, tc := range []struct {
