@@ -12,10 +12,11 @@
 package main
 
 import (
+	"github.com/mcptasks/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: apps.All(), Commands: []local.Command{initCommand}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: apps.All(), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools}}).Main()
 }
