@@ -1,14 +1,17 @@
 // Command mcptasks runs this repository's apps locally (the example tools,
-// and the conformance suite's fixtures with --app conformance) and
-// scaffolds modules that serve their own tools:
+// and the conformance suite's fixtures with --app conformance), calls any
+// SEP-2663 server, and scaffolds modules that serve their own tools:
 //
 //	mcptasks [serve] [--addr 127.0.0.1:8080] [--no-worker] [--app examples]
 //	mcptasks worker                                      workers + sweeper only
 //	mcptasks token --sub alice [--scope s] [--ttl 1h]    mint a development token
+//	mcptasks call TOOL key=value ...                     call a tool, following its task
+//	mcptasks task get|watch|cancel|answer TASKID         one task
+//	mcptasks tools                                       list the tools
 //	mcptasks init DIR --module PATH [--name NAME]        scaffold a module of your own tools
 //
-// Everything but init is pkg/platform/local's command line, the same one a
-// user's own cmd/NAME/main.go gets from local.Main.
+// serve, worker and token are pkg/platform/local's command line, the same
+// one a user's own cmd/NAME/main.go gets from local.Main.
 package main
 
 import (
