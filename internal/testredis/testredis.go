@@ -29,15 +29,7 @@ func Start(tb testing.TB) string {
 	if u := os.Getenv("REDIS_URL"); u != "" {
 		return u
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		msg := "redis-server not found on PATH (install it: apt-get install -y redis-server, or set REDIS_URL)"
-		if os.Getenv("CI") != "" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
-	}
-	return startRetrying(tb, bin).URL
+	return startRetrying(tb, lookPath(tb, "redis-server not found on PATH (install it: apt-get install -y redis-server, or set REDIS_URL)")).URL
 }
 
 // Server is a redis-server process of a test's own.
@@ -54,15 +46,21 @@ type Server struct {
 // CI.
 func StartServer(tb testing.TB) *Server {
 	tb.Helper()
+	return startRetrying(tb, lookPath(tb, "redis-server not found on PATH (install it: apt-get install -y redis-server)"))
+}
+
+// lookPath finds redis-server, or skips the test with msg (fails it under
+// CI: a missing Redis is never a silent skip there).
+func lookPath(tb testing.TB, msg string) string {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		msg := "redis-server not found on PATH (install it: apt-get install -y redis-server)"
 		if os.Getenv("CI") != "" {
 			tb.Fatal(msg)
 		}
 		tb.Skip(msg)
 	}
-	return startRetrying(tb, bin)
+	return bin
 }
 
 func startRetrying(tb testing.TB, bin string) *Server {

@@ -31,12 +31,7 @@ func TestRoutingCheckDoesNotEchoOddIDs(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			body := []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tasks/get","params":{"taskId":"` + tk.TaskID + `",` + meta + `}}`)
-			hdr := http.Header{}
-			hdr.Set("Content-Type", "application/json")
-			hdr.Set("Accept", "application/json, text/event-stream")
-			hdr.Set("MCP-Protocol-Version", "2026-07-28")
-			hdr.Set("Mcp-Method", "tasks/get")
-			hdr.Set("Mcp-Name", "not-the-task")
+			hdr := getHeaders("not-the-task")
 			ours := rawExchange(t, h.c.URL, body, hdr)
 			sdkOnly := rawExchange(t, plain, body, hdr)
 			if ours != sdkOnly {
@@ -50,12 +45,7 @@ func TestRoutingCheckDoesNotEchoOddIDs(t *testing.T) {
 	// A fractional id: the go-sdk accepts it as 1, so the header is
 	// checked and the answer carries id 1, as the go-sdk's would.
 	body := []byte(`{"jsonrpc":"2.0","id":1.5,"method":"tasks/get","params":{"taskId":"` + tk.TaskID + `",` + meta + `}}`)
-	hdr := http.Header{}
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Accept", "application/json, text/event-stream")
-	hdr.Set("MCP-Protocol-Version", "2026-07-28")
-	hdr.Set("Mcp-Method", "tasks/get")
-	hdr.Set("Mcp-Name", "not-the-task")
+	hdr := getHeaders("not-the-task")
 	if got, want := rawExchange(t, h.c.URL, body, hdr), "HTTP 400 id 1 error -32020 Mcp-Name header does not match params.taskId"; got != want {
 		t.Errorf("fractional id, wrong Mcp-Name: %s, want %s", got, want)
 	}
@@ -63,4 +53,15 @@ func TestRoutingCheckDoesNotEchoOddIDs(t *testing.T) {
 	if got := rawExchange(t, h.c.URL, body, hdr); !strings.HasPrefix(got, "HTTP 200 id 1 result") {
 		t.Errorf("fractional id, right Mcp-Name: %s", got)
 	}
+}
+
+// getHeaders are the transport headers of a tasks/get routed to mcpName.
+func getHeaders(mcpName string) http.Header {
+	hdr := http.Header{}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Accept", "application/json, text/event-stream")
+	hdr.Set("MCP-Protocol-Version", "2026-07-28")
+	hdr.Set("Mcp-Method", "tasks/get")
+	hdr.Set("Mcp-Name", mcpName)
+	return hdr
 }
