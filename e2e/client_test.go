@@ -215,8 +215,8 @@ func clientScenarios(t *testing.T, ex, conf *clientServer) {
 			t.Errorf("result %q", got)
 		}
 		seen := st.list()
-		// A terminal task carries no statusMessage: "done" is not kept.
-		if !slices.Contains(seen, "working/computing for 1s") || seen[len(seen)-1] != "completed/" {
+		// "done" is set after the last step: it stays on the finished task.
+		if !slices.Contains(seen, "working/computing for 1s") || seen[len(seen)-1] != "completed/done" {
 			t.Errorf("statuses %v", seen)
 		}
 		gets := wire.of("tasks/get")

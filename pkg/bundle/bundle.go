@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -301,6 +302,13 @@ const (
 	// so a connection that died while a serverless sandbox was frozen is
 	// detected and replaced instead of hanging the next invocation.
 	redisWriteTimeout = 10 * time.Second
+	// redisKeepAlive is how long a connection may sit idle before rueidis
+	// PINGs it (and the TCP keep-alive interval). rueidis's 1s default
+	// makes an idle worker process cost several commands a second, billed
+	// on metered Redis; a dead idle connection is still found within
+	// redisKeepAlive + redisWriteTimeout, and requests are bounded by
+	// MCPTASKS_STORE_TIMEOUT meanwhile.
+	redisKeepAlive = 10 * time.Second
 )
 
 // redisOptions returns the rueidis options for cfg's REDIS_URL: client-side
@@ -315,6 +323,9 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 	opt.DisableCache = true
 	if opt.Dialer.Timeout == 0 {
 		opt.Dialer.Timeout = redisDialTimeout
+	}
+	if opt.Dialer.KeepAlive == 0 {
+		opt.Dialer.KeepAlive = redisKeepAlive
 	}
 	if opt.ConnWriteTimeout == 0 {
 		opt.ConnWriteTimeout = redisWriteTimeout
@@ -404,6 +415,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 			ForceSingleClient: true,
 			DisableCache:      true,
 			ConnWriteTimeout:  redisWriteTimeout,
+			Dialer:            net.Dialer{KeepAlive: redisKeepAlive},
 		}
 		log.Info("no REDIS_URL set: using an embedded in-process Redis; tasks do not survive a restart")
 	} else {

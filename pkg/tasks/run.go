@@ -74,6 +74,10 @@ type run struct {
 
 	statusMsg   string
 	statusDirty bool
+	// statusFresh: the message was set after replay caught up with the
+	// journal, in this invocation, so it is the handler's latest word (kept
+	// when the task ends); a message only replayed is stale by then.
+	statusFresh bool
 	// maxValue bounds a journaled step result (Options.MaxResultBytes).
 	maxValue int
 

@@ -40,11 +40,14 @@ func (s *Step) Context() context.Context { return s.r.ctx }
 func (s *Step) TaskID() string { return s.r.taskID }
 
 // Status sets the task's status message, visible on tasks/get from the
-// next durable write (at the latest when the next step starts).
+// next durable write (at the latest when the next step starts). A message
+// set after the task's last step (such as "done" before returning) stays
+// on the finished task; an earlier one is cleared when the task ends.
 func (s *Step) Status(msg string) {
 	if s.r.enter("Step.Status", "") != nil {
 		return
 	}
+	s.r.statusFresh = s.r.cursor >= len(s.r.journal)
 	if s.r.statusMsg != msg {
 		s.r.statusMsg = msg
 		s.r.statusDirty = true

@@ -151,8 +151,10 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 	switch {
 	case ch.Fail != nil:
 		ch.StatusMessage = &ch.Fail.Message
+	case (ch.Complete != nil || ch.Cancel) && r.statusFresh:
+		ch.StatusMessage = &r.statusMsg // set after the last step: the handler's final word
 	case ch.Complete != nil || ch.Cancel:
-		ch.StatusMessage = nil // a finished task keeps no running message
+		ch.StatusMessage = nil // a finished task keeps no stale running message
 	}
 	if err := w.s.store.Commit(ctx, c, ch); err != nil {
 		if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) {

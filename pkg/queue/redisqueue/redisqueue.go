@@ -30,8 +30,11 @@ type Options struct {
 	// (default 2m).
 	Visibility time.Duration
 	// Poll is the longest an idle consumer waits before looking again
-	// (default 250ms). Enqueues also wake idle consumers at once, through a
-	// short list Key+":wake" they block on.
+	// (default DefaultPoll). It is only a safety net: an idle consumer
+	// blocks on a short list Key+":wake" that every enqueue pushes a token
+	// on, so a new message is taken at once, and it looks again when the
+	// earliest waiting message falls due (a delayed message, or one whose
+	// consumer died). An idle consumer thus costs two commands per Poll.
 	Poll time.Duration
 	// KeyTTL is the expiry refreshed on the queue key at every enqueue
 	// (default 8 days).
@@ -70,7 +73,7 @@ func New(c rueidis.Client, opts *Options) *Queue {
 		o.Visibility = 2 * time.Minute
 	}
 	if o.Poll <= 0 {
-		o.Poll = 250 * time.Millisecond
+		o.Poll = DefaultPoll
 	}
 	if o.KeyTTL <= 0 {
 		o.KeyTTL = 8 * 24 * time.Hour
@@ -80,6 +83,15 @@ func New(c rueidis.Client, opts *Options) *Queue {
 	}
 	return &Queue{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
 }
+
+// DefaultPoll is Options.Poll's default: idle consumers cost about two
+// Redis commands every 30 seconds each (metered Redis services bill every
+// command), without delaying a message (see Options.Poll).
+const DefaultPoll = 30 * time.Second
+
+// errorBackoff bounds the wait after a failed blocking wait, so that a
+// consumer notices a Redis that came back within a second.
+const errorBackoff = time.Second
 
 func (q *Queue) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
 
@@ -99,7 +111,7 @@ func (q *Queue) idle(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 	// Redis unreachable: back off on a timer rather than spin.
-	t := time.NewTimer(d)
+	t := time.NewTimer(min(d, errorBackoff))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

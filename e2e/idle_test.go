@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/mcptasks/mcptasks/internal/testredis"
+)
+
+// TestIdleWorkersCost counts the commands two idle worker processes send
+// to Redis (metered Redis bills each one): at most 2 a second together,
+// sweepers included. A task created after the idle spell is still taken
+// at once (the wake list), which the split-shape tests exercise as well.
+func TestIdleWorkersCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("watches idle workers for 15s")
+	}
+	t.Parallel()
+	rs := testredis.StartServer(t)
+	env := []string{"REDIS_URL=" + rs.URL}
+	w1, w2 := start(t, env, "worker"), start(t, env, "worker")
+	opt, err := rueidis.ParseURL(rs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DisableCache = true
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(w1.Log(), "worker running") || !strings.Contains(w2.Log(), "worker running") {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers did not start:\n%s\n%s", w1.Log(), w2.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // past the start-up commands
+	processed := func() int {
+		info, err := rc.Do(t.Context(), rc.B().Info().Section("stats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+		t.Fatal("no total_commands_processed in INFO")
+		return 0
+	}
+	const window = 15 * time.Second
+	before := processed()
+	time.Sleep(window)
+	n := processed() - before - 1 // less our own INFO
+	rate := float64(n) / window.Seconds()
+	t.Logf("two idle worker processes: %d commands in %v (%.2f/s, scripts' inner commands included)", n, window, rate)
+	if rate > 2 {
+		t.Errorf("idle workers cost %.2f commands/s, want at most 2", rate)
+	}
+}
