@@ -207,10 +207,12 @@ func TestCheckInputReplays(t *testing.T) {
 
 // An offer nobody answers does not hold the task up: it sleeps its sleeps
 // in full and completes. While it sleeps, the offer is its input request;
-// while it runs, it is working. Answers after it ended are ignored.
+// while a step runs after the sleep, it is working. Answers after it ended
+// are ignored.
 func TestOfferNeverAnswered(t *testing.T) {
 	forEach(t, func(t *testing.T, backend string) {
 		var woken atomic.Int32
+		inPart1, release := make(chan struct{}), make(chan struct{})
 		h := newHarness(t, backend, tasks.Options{}, func(s *tasks.Server) {
 			tasks.AddTool(s, &mcp.Tool{Name: "patient", Description: "offers, works, naps"}, tasks.Optional,
 				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
@@ -222,7 +224,13 @@ func TestOfferNeverAnswered(t *testing.T) {
 						if _, ok := st.CheckInput("stop"); ok {
 							stopped++
 						}
-						if _, err := tasks.Do(st, fmt.Sprint("part-", i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						if _, err := tasks.Do(st, fmt.Sprint("part-", i), func(context.Context) (int, error) {
+							if i == 1 {
+								close(inPart1)
+								<-release
+							}
+							return i, nil
+						}); err != nil {
 							return nil, err
 						}
 						if err := st.Sleep(fmt.Sprint("nap-", i), 300*time.Millisecond); errors.Is(err, tasks.ErrWoken) {
@@ -239,6 +247,12 @@ func TestOfferNeverAnswered(t *testing.T) {
 		sleeping := h.c.WaitFor(t, id, 10*time.Second, func(tk mcptest.Task) bool { return tk.Status != "working" })
 		if sleeping.Status != "input_required" || sleeping.InputRequests["stop"] == nil {
 			t.Fatalf("while it sleeps: %+v, want input_required with the offer", sleeping)
+		}
+		<-inPart1
+		running := h.c.Get(t, id)
+		close(release)
+		if running.Status != "working" || len(running.InputRequests) != 0 {
+			t.Fatalf("while a step runs after the sleep: %+v, want working", running)
 		}
 		done := h.wait(t, id)
 		if done.Status != "completed" || textOf(t, done.Result) != "finished; stops seen: 0" || woken.Load() != 0 {

@@ -224,6 +224,9 @@ type Change struct {
 //     StatusMessage: a finished task shows no message of its running days.
 //   - TTL counts from creation: a task is readable for its whole TTL and
 //     gone after it; every key the store writes expires.
+//   - A task is input_required only while it has input requests: one
+//     whose last outstanding offer is answered after its sleep ended is
+//     working (and due).
 //   - Update accepts responses only for outstanding keys; answered keys
 //     disappear from InputRequests at once; unknown or already answered
 //     keys are ignored. The keys a parked task waits for are outstanding
@@ -263,7 +266,9 @@ type Store interface {
 	// status and WakeAt only. A task whose
 	// cancellation was requested becomes cancelled here, and Claim returns
 	// it with its terminal status (no lease). A terminal task is returned
-	// as is, without a lease.
+	// as is, without a lease. A task claimed out of input_required (its
+	// deadline passed) is working from then on: the input it waited for
+	// is closed, and its outstanding offers stay.
 	Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*Claim, error)
 	// Commit applies a fenced change under c and updates c to match
 	// (Task.Status, Task.WakeAt, Task.UpdatedAt, Journal, Attempts).

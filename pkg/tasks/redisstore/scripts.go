@@ -144,6 +144,11 @@ if resumes(nb, no) then
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
+  -- Nothing left to ask (the last offer of a task whose sleep is over was
+  -- answered): it is due anyway, and working.
+  redis.call('HSET', KEYS[1], 'status', 'working')
+end
 return 1
 `, true)
 
@@ -163,7 +168,8 @@ redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARG
 return {'cancelled', 1}
 `, true)
 
-// claimScript: KEYS t p j r o; ARGV now leaseMs.
+// claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
+// input_required (its deadline passed) is working from the claim on.
 // Returns {code, gen, att, wake, taskHash, journal, responses} where code is
 // NF (not found), T (terminal), X (made terminal here: cancellation was
 // requested), L (leased), P (parked for input), W (sleeping until wake) or C
@@ -187,6 +193,12 @@ if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
 local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
 local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
 redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
+if h[1] == 'input_required' then
+  -- Past its deadline (or its sleep's end): the run is on, and the input
+  -- it waited for is closed (its answers are frozen; offers stay).
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'status', 'working')
+end
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
 `, false)
 

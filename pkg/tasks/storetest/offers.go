@@ -199,6 +199,10 @@ func testOfferLateAnswers(f *fixture) {
 	if f.update(id, map[string]json.RawMessage{"stop": raw(`1`)}, wake.Add(time.Second)) {
 		f.t.Errorf("an answer after the wake time reported resumed")
 	}
+	// Nothing left to ask: working (and due), not input_required without
+	// input requests.
+	f.wantStatus(id, tasks.StatusWorking)
+	f.wantInputRequests(id, nil)
 	f.wantResponses(f.claim(id, wake.Add(time.Second)), map[string]json.RawMessage{"stop": raw(`1`)})
 
 	id, c = f.offering()
@@ -206,6 +210,8 @@ func testOfferLateAnswers(f *fixture) {
 	deadline := f.at(time.Minute)
 	f.commit(c, &tasks.Change{Now: f.now, Park: map[string]json.RawMessage{"q": raw(`{}`)}, WakeAt: deadline})
 	f.claim(id, deadline.Add(time.Millisecond)) // past the deadline
+	f.wantStatus(id, tasks.StatusWorking)
+	f.wantInputRequests(id, nil)
 	if f.update(id, map[string]json.RawMessage{"q": raw(`"late"`), "stop": raw(`2`)}, f.at(time.Second)) {
 		f.t.Errorf("an update of a task claimed past its deadline reported resumed")
 	}
@@ -242,4 +248,37 @@ func testOfferEnds(f *fixture) {
 	}
 	f.wantStatus(id, tasks.StatusCancelled)
 	f.wantInputRequests(id, nil)
+}
+
+// A task claimed out of input_required (its deadline or its sleep's end
+// passed) is working from the claim on: while the worker runs it shows no
+// input requests, and the input it waited for is closed.
+func testClaimPastDeadline(f *fixture) {
+	deadline := f.at(time.Minute)
+	id, _ := f.park(requests(), false, deadline)
+	c := f.claim(id, deadline)
+	if c.Task.Status != tasks.StatusWorking {
+		f.t.Errorf("claim past the deadline: status %s, want working", c.Task.Status)
+	}
+	f.wantStatus(id, tasks.StatusWorking)
+	f.wantInputRequests(id, nil)
+	if f.update(id, map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}, f.now) {
+		f.t.Errorf("an update after the claim resumed the task")
+	}
+	// The worker dies; the next claim, after its lease, runs it.
+	f.wantResponses(f.claim(id, deadline.Add(lease+time.Millisecond)), nil)
+
+	id, c = f.offering()
+	f.sleep(c, deadline, "stop")
+	c = f.claim(id, deadline)
+	if c.Task.Status != tasks.StatusWorking {
+		f.t.Errorf("claim at the end of a sleep with an offer: status %s, want working", c.Task.Status)
+	}
+	f.wantInputRequests(id, nil)
+	// The offer still stands.
+	if f.update(id, map[string]json.RawMessage{"stop": raw(`1`)}, deadline) {
+		f.t.Errorf("an answer to the offer of a running task reported resumed")
+	}
+	f.commit(c, &tasks.Change{Now: deadline, Release: true})
+	f.wantResponses(f.claim(id, deadline), map[string]json.RawMessage{"stop": raw(`1`)})
 }

@@ -97,6 +97,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"OfferWhileParked", testOfferWhileParked},
 		{"OfferLateAnswers", testOfferLateAnswers},
 		{"OfferEnds", testOfferEnds},
+		{"ClaimPastDeadlineIsWorking", testClaimPastDeadline},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
