@@ -52,7 +52,7 @@ type suspend struct {
 	park map[string]json.RawMessage
 	any  bool
 	// sleep marks a suspendWake of a Sleep (not a retry's backoff): an
-	// answer to one of offers cuts it short.
+	// answer to one of the offers cuts it short.
 	sleep bool
 	// offers are the offers outstanding when the run parked or slept (see
 	// openOffers).
