@@ -7,6 +7,7 @@ package examples
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -52,9 +53,17 @@ var App = &tasks.App{Name: "examples", Title: "mcptasks examples", Version: Vers
 //     input round, then "deletes" the file.
 //   - batch_report (task, optional): processes `steps` parts, one durable
 //     step each.
+//   - stoppable_batch (task, optional): processes `parts` parts, offering
+//     the user to stop early (an offer it checks between parts), then
+//     writes a summary; every part runs under the tool's step policy.
 func Register(s *tasks.Server) {
 	tasks.AddTool(s, &mcp.Tool{Name: "batch_report", Description: "Processes a report in `steps` parts, one durable step per part."},
 		tasks.Optional, batchReport(s.Options().Logger))
+	tasks.AddTool(s, &mcp.Tool{Name: "stoppable_batch", Description: "Processes `parts` parts, one durable step each, " +
+		"then writes a summary. While it runs it offers \"stop\" (an input request it does not wait for): " +
+		"answer it through tasks/update and the job stops after the part in flight, even in the middle of a pause."},
+		tasks.Optional, stoppableBatch(s.Options().Logger),
+		tasks.StepDefaults(tasks.Retries(3), tasks.Backoff(time.Second, 30*time.Second), tasks.Timeout(time.Minute)))
 	mcp.AddTool(s.MCP(), &mcp.Tool{Name: "greet", Description: "Greets someone, synchronously."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in GreetArgs) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprintf("Hello, %s!", in.Name)), nil, nil
@@ -129,6 +138,75 @@ func batch(ctx context.Context, log *slog.Logger, st *tasks.Step, in BatchArgs) 
 	}
 	st.Status("done")
 	return text(fmt.Sprintf("processed %d parts, checksum %d", in.Steps, total)), nil
+}
+
+// StoppableArgs are the arguments of stoppable_batch.
+type StoppableArgs struct {
+	Parts       int `json:"parts" jsonschema:"how many parts to process (1-100)"`
+	PartMillis  int `json:"partMillis,omitempty" jsonschema:"how long each part takes, in milliseconds"`
+	PauseMillis int `json:"pauseMillis,omitempty" jsonschema:"a durable pause between parts, in milliseconds (an answer to stop cuts it short)"`
+}
+
+// StopEarly is what stoppable_batch offers the user under the key "stop".
+type StopEarly struct {
+	Stop bool `json:"stop" jsonschema:"stop after the part in flight?"`
+}
+
+// stoppableBatch processes parts like batch_report, with an offer to stop
+// early that it checks before each part. The offer is answered once: an
+// accepted {"stop": true} stops the job; any other answer lets it run to
+// the end. Every part and the summary log "running step" when their
+// closure runs.
+func stoppableBatch(log *slog.Logger) tasks.Handler[StoppableArgs] {
+	return func(ctx context.Context, st *tasks.Step, in StoppableArgs) (*mcp.CallToolResult, error) {
+		if in.Parts < 1 || in.Parts > 100 {
+			return nil, &jsonrpc.Error{Code: -32602, Message: "parts must be between 1 and 100"}
+		}
+		if err := tasks.OfferElicit[StopEarly](st, "stop", "Stop after the part in flight?"); err != nil {
+			return nil, err
+		}
+		step := func(name string, fn func() int) (int, error) {
+			return tasks.Do(st, name, func(ctx context.Context) (int, error) {
+				log.InfoContext(ctx, "running step", "task", st.TaskID(), "step", name)
+				if err := sleepCtx(ctx, time.Duration(in.PartMillis)*time.Millisecond); err != nil {
+					return 0, err
+				}
+				return fn(), nil
+			})
+		}
+		done, total, stopped := 0, 0, false
+		for i := 1; i <= in.Parts; i++ {
+			ans, ok, err := tasks.CheckElicit[StopEarly](st, "stop")
+			if err != nil {
+				return nil, err
+			}
+			if stopped = ok && ans.Accepted() && ans.Content.Stop; stopped {
+				break
+			}
+			st.Status(fmt.Sprintf("processing part %d of %d", i, in.Parts))
+			n, err := step(fmt.Sprintf("part-%d", i), func() int { return i * i })
+			if err != nil {
+				return nil, err
+			}
+			done, total = done+1, total+n
+			if in.PauseMillis > 0 && i < in.Parts {
+				err := st.Sleep(fmt.Sprintf("pause-%d", i), time.Duration(in.PauseMillis)*time.Millisecond)
+				if err != nil && !errors.Is(err, tasks.ErrWoken) {
+					return nil, err
+				}
+			}
+		}
+		st.Withdraw("stop")
+		st.Status("writing the summary")
+		if _, err := step("summary", func() int { return done }); err != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("processed %d of %d parts, checksum %d", done, in.Parts, total)
+		if stopped {
+			msg += "; stopped early"
+		}
+		return text(msg), nil
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

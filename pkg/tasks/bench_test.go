@@ -23,6 +23,21 @@ func registerNoop(steps int) func(*tasks.Server) {
 				}
 				return text("ok"), nil
 			})
+		tasks.AddTool(s, &mcp.Tool{Name: "noop_offer", Description: "no-op steps, checking an offer before each"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				if err := st.Offer("stop", tasks.InputRequest{Method: "elicitation/create"}); err != nil {
+					return nil, err
+				}
+				for i := range steps {
+					if _, ok := st.CheckInput("stop"); ok {
+						break
+					}
+					if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						return nil, err
+					}
+				}
+				return text("ok"), nil
+			})
 		tasks.AddTool(s, &mcp.Tool{Name: "ask", Description: "one input round"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 				_, err := st.Input("q", map[string]tasks.InputRequest{"q": {Method: "elicitation/create",
@@ -35,7 +50,13 @@ func registerNoop(steps int) func(*tasks.Server) {
 // BenchmarkWorkflow10Steps measures worker throughput: a no-op 10-step
 // workflow advanced one step per invocation (Advance called directly, as a
 // queue-triggered function would), and the Redis round trips per step.
-func BenchmarkWorkflow10Steps(b *testing.B) {
+func BenchmarkWorkflow10Steps(b *testing.B) { benchWorkflow(b, "noop") }
+
+// BenchmarkWorkflow10StepsOffer is BenchmarkWorkflow10Steps for a tool that
+// offers input (never answered) and checks it before each step.
+func BenchmarkWorkflow10StepsOffer(b *testing.B) { benchWorkflow(b, "noop_offer") }
+
+func benchWorkflow(b *testing.B, tool string) {
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
 			h := newHarness(b, backend, benchOptions(), registerNoop(10))
@@ -43,7 +64,7 @@ func BenchmarkWorkflow10Steps(b *testing.B) {
 			ids := make([]string, b.N)
 			for i := range ids {
 				var tk mcptest.Task
-				h.c.Call(b, "tools/call", map[string]any{"name": "noop", "arguments": map[string]any{}}).Decode(b, &tk)
+				h.c.Call(b, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{}}).Decode(b, &tk)
 				ids[i] = tk.TaskID
 			}
 			h.rc.Reset()

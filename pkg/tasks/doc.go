@@ -14,7 +14,14 @@
 //     the queue;
 //   - [Elicit] and [Step.Input] park the task in input_required with
 //     inputRequests, until tasks/update answers them;
+//   - [Step.Offer] puts up a standing input request that the task does not
+//     wait for, and [Step.CheckInput] asks, without blocking, whether it
+//     was answered (see "Offers" below);
 //   - [Step.Status] sets the statusMessage clients see on tasks/get.
+//
+// [Do]'s retries, backoff and timeout are options of each step; a tool
+// states its default policy once with the [StepDefaults] tool option, and a
+// step's own options override what they set.
 //
 // Every invocation reruns the handler from the top. A step whose outcome is
 // in the journal returns that outcome without running; the first step that
@@ -41,6 +48,37 @@
 // inline, within the request (input over MRTR rounds with a sealed
 // requestState), and a -32021 error for a [Required] one.
 //
+// # Offers
+//
+// An offer is a standing input request: "stop after the current batch?",
+// "raise the budget?". The handler makes it with [Step.Offer] (its key, like
+// every input key, unique over the task's life) and goes on working; at the
+// points it chooses, [Step.CheckInput] returns the answer if there is one,
+// once. [Step.Withdraw] takes the offer down; so does the end of the task.
+// On the wire:
+//
+//   - While the task is parked (sleeping, or waiting for input) with an
+//     offer outstanding, it is input_required, and the offer's request is
+//     in inputRequests beside any the task waits for. While a step runs (or
+//     the task waits in the queue, or for a retry) it is working and shows
+//     no inputRequests.
+//   - tasks/update accepts an answer to an outstanding offer whatever the
+//     task's status; the request leaves inputRequests at once, and the
+//     answer waits for the next CheckInput. Answers to a withdrawn offer,
+//     or one the client already answered, are ignored like those to an
+//     unknown key.
+//   - An answer to an offer wakes a sleeping task at once: its
+//     [Step.Sleep] returns [ErrWoken] (so does a sleep the handler reaches
+//     with an unchecked answer already there). It does not end a wait for
+//     input, which waits for its own keys.
+//   - What each CheckInput found, and whether a sleep was cut short, is
+//     journaled where it happened: a replay (in a later invocation, or
+//     after a worker died) sees the same outcomes at the same points, even
+//     if answers reached the store meanwhile. CheckInput sees answers that
+//     arrived before the current invocation claimed the task.
+//   - Inline (a client without the extension), offers are neither shown
+//     nor answered: CheckInput reports nothing and sleeps run in full.
+//
 // # Audit log
 //
 // The server records the lifecycle of every task as structured INFO records
@@ -56,8 +94,9 @@
 //     when a worker made the transition);
 //   - status: the status right after a cancel_requested; the terminal
 //     status (completed, failed, cancelled) of a terminal record;
-//   - keys: the input keys asked for (input_requested) or answered
-//     (input_answered), sorted and comma-separated;
+//   - keys: the input keys asked for (input_requested: those the task
+//     waits for and its outstanding offers) or answered (input_answered),
+//     sorted and comma-separated;
 //   - resumed: whether an input_answered resumed the task.
 //
 // A task has one terminal record, logged by the process that made the

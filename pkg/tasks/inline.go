@@ -91,7 +91,7 @@ func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requ
 // startSync prepares a synchronous (inline or preflight) run of t for req.
 func (s *Server) startSync(ctx context.Context, req *mcp.CallToolRequest, t *tool, m mode, owner string, args json.RawMessage) (*run, error) {
 	r := &run{ctx: ctx, mode: m, now: s.now, responses: map[string]json.RawMessage{}, maxValue: s.opts.MaxResultBytes,
-		log: s.log, tool: t.name}
+		log: s.log, tool: t.name, stepDefaults: t.stepDefaults}
 	if req.Params.RequestState != "" {
 		st, err := s.openState(req.Params.RequestState, t.name, owner, args)
 		if err != nil {

@@ -51,6 +51,12 @@ type suspend struct {
 	at   time.Time
 	park map[string]json.RawMessage
 	any  bool
+	// sleep marks a suspendWake of a Sleep (not a retry's backoff): an
+	// answer to one of the offers cuts it short.
+	sleep bool
+	// offers are the offers outstanding when the run parked or slept (see
+	// openOffers).
+	offers []string
 }
 
 // nondeterminism is raised when the handler's steps no longer match the
@@ -80,6 +86,8 @@ type run struct {
 	statusFresh bool
 	// maxValue bounds a journaled step result (Options.MaxResultBytes).
 	maxValue int
+	// stepDefaults is the tool's step policy (StepDefaults).
+	stepDefaults []DoOption
 
 	// durable only
 	w        *worker
@@ -94,9 +102,7 @@ func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
 	if r.cursor < len(r.journal) {
 		e := &r.journal[r.cursor]
 		if e.Name != name || e.Kind != kind {
-			panic(nondeterminism{fmt.Sprintf(
-				"step %d is %s %q in the journal but the handler now asks for %s %q: the tool's code changed while this task was in flight",
-				r.cursor+1, e.Kind, e.Name, kind, name)})
+			r.mismatch(e, name, kind)
 		}
 		r.cursor++
 		return e, true
@@ -107,6 +113,33 @@ func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
 		}
 	}
 	return nil, false
+}
+
+// mismatch fails the run whose handler asks for (kind, name) where the
+// journal holds e.
+func (r *run) mismatch(e *Entry, name string, kind EntryKind) {
+	panic(nondeterminism{fmt.Sprintf(
+		"step %d is %s %q in the journal but the handler now asks for %s %q: the tool's code changed while this task was in flight",
+		r.cursor+1, e.Kind, e.Name, kind, name)})
+}
+
+// replaying reports whether the journal goes on past the cursor: the run
+// is replaying what an earlier run did, not deciding anew.
+func (r *run) replaying() bool { return r.cursor < len(r.journal) }
+
+// event consumes the journal's next entry if it is (kind, name): an event
+// journaled where an earlier run met it (a check that found an answer, a
+// sleep that was cut short).
+func (r *run) event(name string, kind EntryKind) (*Entry, bool) {
+	if !r.replaying() {
+		return nil, false
+	}
+	e := &r.journal[r.cursor]
+	if e.Kind != kind || e.Name != name {
+		return nil, false
+	}
+	r.cursor++
+	return e, true
 }
 
 func (r *run) appendEntry(e Entry) {
@@ -202,26 +235,151 @@ func (r *run) sleep(name string, until func(time.Time) time.Time) error {
 	}
 	now := r.now()
 	if e, ok := r.next(name, KindSleep); ok {
-		if now.Before(e.Until) {
-			if r.mode != modeDurable {
-				return sleepCtx(r.ctx, e.Until.Sub(now))
+		if r.replaying() {
+			// The journal goes on past the sleep: it is over, and says
+			// whether an answer to an offer cut it short.
+			if _, woke := r.event(name, KindWoke); woke {
+				return ErrWoken
 			}
-			panic(suspend{kind: suspendWake, at: e.Until})
+			return nil
 		}
-		return nil
+		return r.sleepOn(name, e.Until, now)
 	}
 	if r.mode == modePreflight {
 		panic(suspend{kind: suspendNeedTask})
 	}
 	at := until(now)
 	r.appendEntry(Entry{Name: name, Kind: KindSleep, Until: at})
+	return r.sleepOn(name, at, now)
+}
+
+// sleepOn sleeps the journaled sleep name, at the end of the journal,
+// until at: it returns once at has passed; inline, it really sleeps;
+// durably, it parks the run, unless an answer to an outstanding offer is
+// there, which ends the sleep (journaled, so that a replay ends it too).
+func (r *run) sleepOn(name string, at, now time.Time) error {
 	if !now.Before(at) {
 		return nil
 	}
-	if r.mode == modeInline {
-		return sleepCtx(r.ctx, at.Sub(now))
+	if r.mode != modeDurable {
+		return sleepCtx(r.ctx, at.Sub(now)) // offers are never answered inline
 	}
-	panic(suspend{kind: suspendWake, at: at})
+	offers := r.openOffers()
+	for _, k := range offers {
+		if _, ok := r.responses[k]; ok {
+			r.appendEntry(Entry{Name: name, Kind: KindWoke})
+			return ErrWoken
+		}
+	}
+	panic(suspend{kind: suspendWake, at: at, sleep: true, offers: offers})
+}
+
+// offerState says what the journal, up to the cursor, holds of the offer
+// name: whether it was made, withdrawn, and its answer found by a check.
+func (r *run) offerState(name string) (offered, withdrawn, checked bool) {
+	for i := range r.journal[:r.cursor] {
+		e := &r.journal[i]
+		if e.Name != name {
+			continue
+		}
+		switch e.Kind {
+		case KindOffer:
+			offered = true
+		case KindWithdraw:
+			withdrawn = true
+		case KindCheck:
+			checked = true
+		}
+	}
+	return offered, withdrawn, checked
+}
+
+// openOffers returns the keys of the offers the journal, up to the cursor,
+// holds open (made, not withdrawn, answer not yet found), sorted.
+func (r *run) openOffers() []string {
+	var open []string
+	for i := range r.journal[:r.cursor] {
+		e := &r.journal[i]
+		switch e.Kind {
+		case KindOffer:
+			open = append(open, e.Name)
+		case KindWithdraw, KindCheck:
+			open = slices.DeleteFunc(open, func(k string) bool { return k == e.Name })
+		}
+	}
+	slices.Sort(open)
+	return open
+}
+
+// keyUsed panics if key was already an input key of the task: asked by an
+// Input step or offered.
+func (r *run) keyUsed(key string) {
+	for _, prev := range r.journal {
+		if (prev.Kind == KindInput && slices.Contains(prev.Keys, key)) || (prev.Kind == KindOffer && prev.Name == key) {
+			panic(nondeterminism{fmt.Sprintf("input key %q was already used by step %q; input keys must be unique over a task's life", key, prev.Name)})
+		}
+	}
+}
+
+func (r *run) offer(name string, req json.RawMessage) error {
+	if err := r.enter("Step.Offer", name); err != nil {
+		return err
+	}
+	if _, ok := r.next(name, KindOffer); ok {
+		return nil
+	}
+	if r.mode == modePreflight {
+		panic(suspend{kind: suspendNeedTask}) // an offer stands on a task
+	}
+	if name == "" {
+		panic(nondeterminism{"Step.Offer needs a name (the offer's input key)"})
+	}
+	r.keyUsed(name)
+	r.appendEntry(Entry{Name: name, Kind: KindOffer, Value: req})
+	return nil
+}
+
+func (r *run) checkInput(name string) (json.RawMessage, bool) {
+	if r.enter("Step.CheckInput", name) != nil {
+		return nil, false
+	}
+	offered, withdrawn, checked := r.offerState(name)
+	if !offered {
+		panic(nondeterminism{fmt.Sprintf("Step.CheckInput(%q): the task made no offer of that name (see Step.Offer)", name)})
+	}
+	if e, ok := r.event(name, KindCheck); ok {
+		return e.Value, true
+	}
+	if r.replaying() || withdrawn || checked || r.mode != modeDurable {
+		// Replaying: the check found nothing here the first time.
+		return nil, false
+	}
+	v, ok := r.responses[name]
+	if !ok {
+		return nil, false
+	}
+	r.appendEntry(Entry{Name: name, Kind: KindCheck, Value: v})
+	return v, true
+}
+
+func (r *run) withdraw(name string) {
+	if r.enter("Step.Withdraw", name) != nil {
+		return
+	}
+	offered, withdrawn, _ := r.offerState(name)
+	if !offered {
+		panic(nondeterminism{fmt.Sprintf("Step.Withdraw(%q): the task made no offer of that name (see Step.Offer)", name)})
+	}
+	if withdrawn {
+		return
+	}
+	if r.replaying() {
+		if _, ok := r.event(name, KindWithdraw); !ok {
+			r.mismatch(&r.journal[r.cursor], name, KindWithdraw)
+		}
+		return
+	}
+	r.appendEntry(Entry{Name: name, Kind: KindWithdraw})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -262,15 +420,8 @@ func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, prev := range r.journal {
-		if prev.Kind != KindInput {
-			continue
-		}
-		for _, k := range keys {
-			if slices.Contains(prev.Keys, k) {
-				panic(nondeterminism{fmt.Sprintf("input key %q was already used by step %q; input keys must be unique over a task's life", k, prev.Name)})
-			}
-		}
+	for _, k := range keys {
+		r.keyUsed(k)
 	}
 	if len(keys) == 0 {
 		panic(nondeterminism{fmt.Sprintf("input step %q asks for nothing", name)})
@@ -293,7 +444,7 @@ func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions
 
 func (r *run) parkFor(reqs map[string]json.RawMessage, any bool, deadline time.Time) {
 	if r.mode == modeDurable {
-		panic(suspend{kind: suspendPark, park: reqs, any: any, at: deadline})
+		panic(suspend{kind: suspendPark, park: reqs, any: any, at: deadline, offers: r.openOffers()})
 	}
 	panic(suspend{kind: suspendInput, park: reqs})
 }

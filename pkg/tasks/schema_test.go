@@ -127,6 +127,30 @@ func TestWireMatchesSchema(t *testing.T) {
 	r := call("tasks/update", map[string]any{"taskId": asking, "inputResponses": map[string]any{
 		"confirm": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}})
 	validate(t, ack, "tasks/update ack", r.Result)
+	// A task sleeping with an offer outstanding: input_required, the offer
+	// among its inputRequests; answered, it is working again.
+	offering := run("offer")
+	var o struct {
+		Status        string                     `json:"status"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	}
+	_ = json.Unmarshal(get(offering), &o)
+	if o.Status != "input_required" || o.InputRequests["stop"] == nil {
+		t.Fatalf("a task sleeping with an offer: %+v", o)
+	}
+	r = call("tasks/update", map[string]any{"taskId": offering, "inputResponses": map[string]any{
+		"stop": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}})
+	validate(t, ack, "tasks/update ack of an offer", r.Result)
+	get(offering) // working
+	for range 5 {
+		if res, err := h.srv.Advance(ctx, offering); err != nil || res.Skipped || res.Status.Terminal() {
+			break
+		}
+	}
+	var fin map[string]json.RawMessage
+	_ = json.Unmarshal(get(offering), &fin)
+	validate(t, callResult, "completed offering task's result", fin["result"])
+
 	sleeping := run("sleep")
 	r = call("tasks/cancel", map[string]any{"taskId": sleeping})
 	validate(t, ack, "tasks/cancel ack", r.Result)

@@ -246,6 +246,8 @@ type tool struct {
 	// (no GatherInputFirst, no x-mcp-header parameters).
 	lean     bool
 	resolved *jsonschema.Resolved
+	// stepDefaults is the tool's step policy (StepDefaults).
+	stepDefaults []DoOption
 	// bind decodes raw arguments and returns the handler closed over them.
 	bind func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error)
 }

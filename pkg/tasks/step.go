@@ -75,9 +75,22 @@ func Backoff(base, max time.Duration) DoOption {
 	return func(o *doOptions) { o.base, o.max = base, max }
 }
 
-// Timeout bounds one attempt of the step. The attempt's context also ends at
-// the invocation's deadline and when the task is cancelled.
+// Timeout bounds one attempt of the step (0: no bound but the
+// invocation's). The attempt's context also ends at the invocation's
+// deadline and when the task is cancelled.
 func Timeout(d time.Duration) DoOption { return func(o *doOptions) { o.timeout = d } }
+
+// StepDefaults sets a tool's step policy: opts apply to every [Do] of the
+// tool's handler, before the step's own options, so a step overrides only
+// what it sets itself. For example, a tool registered with
+//
+//	tasks.StepDefaults(tasks.Retries(5), tasks.Timeout(30*time.Second))
+//
+// retries each step five times with a 30s bound per attempt, and a step
+// given tasks.Retries(0) runs once, still bounded by 30s.
+func StepDefaults(opts ...DoOption) ToolOption {
+	return func(t *tool) { t.stepDefaults = append(t.stepDefaults, opts...) }
+}
 
 // permanentError marks an error that must not be retried.
 type permanentError struct{ err error }
@@ -107,9 +120,16 @@ func (e *StepError) Error() string { return fmt.Sprintf("step %q failed: %s", e.
 // than once only if an attempt failed or the process died before its result
 // was journaled, so it should be idempotent. T must survive a JSON round
 // trip.
+//
+// The step's policy (retries, backoff, timeout) is the engine's default,
+// then the tool's [StepDefaults], then opts: each option overrides only
+// what it sets.
 func Do[T any](s *Step, name string, fn func(ctx context.Context) (T, error), opts ...DoOption) (T, error) {
 	var zero T
 	o := doOptions{attempts: 3, base: time.Second, max: time.Minute, jitterFrac: 0.2}
+	for _, opt := range s.r.stepDefaults {
+		opt(&o)
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -140,13 +160,97 @@ func Do[T any](s *Step, name string, fn func(ctx context.Context) (T, error), op
 // Sleep parks the task for d. Durably, the task is released and woken
 // through the queue (delays beyond the queue's limit are chained); inline, it
 // really sleeps.
+//
+// A sleep is cut short by an answer to an outstanding offer (see
+// [Step.Offer]): Sleep then returns [ErrWoken], at once if the answer was
+// already there when the handler reached the sleep, and the handler finds
+// the answer with [Step.CheckInput]. A tool that makes no offers never
+// sees ErrWoken. Whether a sleep was cut short is journaled: a replay
+// returns the same.
 func (s *Step) Sleep(name string, d time.Duration) error {
 	return s.r.sleep(name, func(now time.Time) time.Time { return now.Add(d) })
 }
 
-// SleepUntil parks the task until t.
+// SleepUntil parks the task until t. Like [Step.Sleep], it returns
+// [ErrWoken] when an answer to an offer cut it short.
 func (s *Step) SleepUntil(name string, t time.Time) error {
 	return s.r.sleep(name, func(time.Time) time.Time { return t })
+}
+
+// ErrWoken is returned by [Step.Sleep] and [Step.SleepUntil] when an answer
+// to an offer cut the sleep short. It is not a failure: a handler that
+// offers input usually goes on to [Step.CheckInput].
+var ErrWoken = errors.New("tasks: the sleep was cut short by an answer to an offer")
+
+// Offer puts up a standing input request under the input key name (unique
+// over the task's life, like Input's keys) and returns at once: the task
+// goes on working, and the handler asks with [Step.CheckInput], at the
+// points it chooses, whether the client answered. The offer stands until it
+// is answered, withdrawn ([Step.Withdraw]) or the task ends.
+//
+// On the wire, while the task is parked (in a [Step.Sleep], or waiting
+// for [Step.Input] or [Elicit]) with an offer outstanding, it is
+// input_required and the offer's request is among its inputRequests,
+// beside any it waits for; while a step runs it stays working. tasks/update
+// takes the answer in any status (the task need not be parked), and the
+// request leaves inputRequests at once. An answer cuts a sleep short (it
+// returns [ErrWoken]); it never ends a wait for Input, which waits for its
+// own keys.
+//
+// Inline (a client without the tasks extension), offers are not shown to
+// the client and never answered: CheckInput reports nothing.
+func (s *Step) Offer(name string, req InputRequest) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("offer %q: encoding the request: %w", name, err)
+	}
+	return s.r.offer(name, b)
+}
+
+// CheckInput returns the answer to the offer name if the client answered
+// it: once, at the first check that finds it (later checks report false).
+// It never blocks. The answers it sees are those that arrived before the
+// current worker invocation began. What a check found is journaled where
+// it happened, so a replay of the handler gets the same outcome at the
+// same point, even when the answer reached the store meanwhile. Checking
+// a name the task never offered fails the task; checking a withdrawn
+// offer reports false.
+func (s *Step) CheckInput(name string) (json.RawMessage, bool) {
+	return s.r.checkInput(name)
+}
+
+// Withdraw takes the offer name down: it leaves inputRequests, an answer
+// sent later is ignored like one to an unknown key, and CheckInput reports
+// false for it from here on. Withdrawing a withdrawn offer does nothing;
+// withdrawing a name the task never offered fails the task.
+func (s *Step) Withdraw(name string) { s.r.withdraw(name) }
+
+// OfferElicit offers an elicitation of a value of type T (its JSON schema
+// is inferred from T) under the input key name: [Step.Offer] with an
+// elicitation/create request. Check it with [CheckElicit].
+func OfferElicit[T any](s *Step, name, message string) error {
+	schema, err := jsonschema.For[T](nil)
+	if err != nil {
+		return fmt.Errorf("offer %q: inferring schema: %w", name, err)
+	}
+	return s.Offer(name, InputRequest{
+		Method: "elicitation/create",
+		Params: &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema},
+	})
+}
+
+// CheckElicit is [Step.CheckInput] for an offer made by [OfferElicit]: it
+// decodes the answer, when there is one.
+func CheckElicit[T any](s *Step, name string) (ElicitResult[T], bool, error) {
+	var r ElicitResult[T]
+	b, ok := s.CheckInput(name)
+	if !ok {
+		return r, false, nil
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, true, fmt.Errorf("check %q: decoding the response: %w", name, err)
+	}
+	return r, true, nil
 }
 
 // InputRequest is one MRTR request the server asks the client to fulfil,

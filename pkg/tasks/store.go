@@ -64,7 +64,8 @@ type Task struct {
 	// Error is the JSON-RPC error object, set when Status is failed.
 	Error *ErrorObject
 	// InputRequests are the outstanding input requests (key -> MRTR request
-	// object), set when Status is input_required.
+	// object), set when Status is input_required: those the task waits for,
+	// and its outstanding offers (see Change.Append).
 	InputRequests map[string]json.RawMessage
 
 	// CancelRequested is set by Cancel on a task that a worker was running.
@@ -106,6 +107,18 @@ const (
 	KindDo    EntryKind = "do"
 	KindSleep EntryKind = "sleep"
 	KindInput EntryKind = "input"
+	// KindOffer puts up a standing input request (Step.Offer): Name is its
+	// input key, Value the request.
+	KindOffer EntryKind = "offer"
+	// KindWithdraw takes the offer Name down (Step.Withdraw).
+	KindWithdraw EntryKind = "withdraw"
+	// KindCheck records that a Step.CheckInput found the answer to the
+	// offer Name, Value. A check that found nothing leaves no entry: on
+	// replay, its place in the journal says so.
+	KindCheck EntryKind = "check"
+	// KindWoke records that the sleep Name was cut short by an answer to an
+	// offer. A sleep that ran its course leaves no entry.
+	KindWoke EntryKind = "woke"
 )
 
 // Entry is one journaled step. Entries are append-only and ordered; replay
@@ -151,7 +164,11 @@ type Change struct {
 	Now time.Time
 	// Append adds entries to the journal; the first one gets sequence
 	// number len(Claim.Journal) (plus entries appended earlier on the same
-	// claim).
+	// claim). An entry of kind KindOffer also puts up an offer: its Name
+	// becomes an outstanding input key, with its Value as the request,
+	// which Update accepts an answer for in any live status; one of kind
+	// KindWithdraw takes the offer Name down (a later answer to it is
+	// ignored). A task that ends drops its offers.
 	Append []Entry
 	// StatusMessage replaces the status message when non-nil. A change
 	// that ends the task (Complete, Fail, Cancel) clears it when nil, and so
@@ -167,6 +184,16 @@ type Change struct {
 	// Release ends the lease and leaves the task working, to be run again
 	// at WakeAt (zero: now).
 	Release bool
+	// Sleep, with Release, says the release is a sleep (until WakeAt) that
+	// an answer to an offer cuts short. If an answer to one of the offers
+	// WakeOn names has arrived (Update accepted it since the claim), the
+	// task is released to run now instead (Claim.Task.WakeAt is then
+	// zero). Otherwise, with offers outstanding, the task waits in
+	// input_required (its InputRequests are the offers) until WakeAt or
+	// until Update answers an offer, which resumes it; without offers it
+	// sleeps as a plain Release would.
+	Sleep  bool
+	WakeOn []string
 	// Park ends the lease in input_required with these outstanding
 	// requests; it resumes when all (or, with ParkAny, any) are answered or
 	// at WakeAt (a deadline; zero for none).
@@ -197,9 +224,18 @@ type Change struct {
 //     StatusMessage: a finished task shows no message of its running days.
 //   - TTL counts from creation: a task is readable for its whole TTL and
 //     gone after it; every key the store writes expires.
+//   - A task is input_required only while it has input requests: one
+//     whose last outstanding offer is answered after its sleep ended is
+//     working (and due).
 //   - Update accepts responses only for outstanding keys; answered keys
 //     disappear from InputRequests at once; unknown or already answered
-//     keys are ignored.
+//     keys are ignored. The keys a parked task waits for are outstanding
+//     while it is parked and before its deadline (and no worker claimed
+//     it past it); an offer's key is outstanding from the Commit that
+//     appended the offer until it is answered, withdrawn or the task ends,
+//     whatever the task's status. An answer to an offer resumes a task
+//     that sleeps with offers outstanding (Change.Sleep) before its wake
+//     time, and nothing else: it never resumes a task waiting for input.
 //   - Cancel makes a task that no worker holds cancelled at once; for a
 //     running task it sets CancelRequested, which the worker sees.
 //   - Claims are exclusive and fenced: Claim fails with ErrLeased while
@@ -215,7 +251,8 @@ type Store interface {
 	// Get returns the task if owner owns it.
 	Get(ctx context.Context, owner, id string) (*Task, error)
 	// Update delivers input responses. resumed reports whether the task
-	// left input_required because of them (the caller then enqueues it).
+	// left input_required because of them (the caller then enqueues it):
+	// the input it waited for is answered, or an offer of a sleeping task.
 	Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (resumed bool, err error)
 	// Cancel asks for cancellation and returns the status afterwards;
 	// ended reports whether this call made the task terminal (false when
@@ -229,9 +266,12 @@ type Store interface {
 	// status and WakeAt only. A task whose
 	// cancellation was requested becomes cancelled here, and Claim returns
 	// it with its terminal status (no lease). A terminal task is returned
-	// as is, without a lease.
+	// as is, without a lease. A task claimed out of input_required (its
+	// deadline passed) is working from then on: the input it waited for
+	// is closed, and its outstanding offers stay.
 	Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*Claim, error)
-	// Commit applies a fenced change under c and updates c to match.
+	// Commit applies a fenced change under c and updates c to match
+	// (Task.Status, Task.WakeAt, Task.UpdatedAt, Journal, Attempts).
 	Commit(ctx context.Context, c *Claim, ch *Change) error
 	// CancelRequested reports whether cancellation was requested for the
 	// task held by c (the worker polls it while a step runs).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -45,6 +46,18 @@ func registerJob(s *tasks.Server) {
 				return r, nil
 			case "sleep":
 				return nil, st.Sleep("nap", time.Hour)
+			case "offer":
+				if err := tasks.OfferElicit[confirm](st, "stop", "Stop early?"); err != nil {
+					return nil, err
+				}
+				if err := st.Sleep("nap", time.Hour); err != nil && !errors.Is(err, tasks.ErrWoken) {
+					return nil, err
+				}
+				ans, ok, err := tasks.CheckElicit[confirm](st, "stop")
+				if err != nil {
+					return nil, err
+				}
+				return text(fmt.Sprintf("stop answered=%v ok=%v", ok, ans.Content.OK)), nil
 			}
 			return text("done"), nil
 		})

@@ -69,6 +69,13 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 			res.Reason = "task is " + string(c.Task.Status)
 		case c.Task.Status == StatusInputRequired:
 			res.Reason = "waiting for input"
+			if !c.Task.WakeAt.IsZero() {
+				// A deadline, or a sleep with offers, past the queue's
+				// delay limit: chain it, as for a sleep.
+				if err := w.s.enqueue(ctx, id, c.Task.WakeAt); err != nil {
+					return res, err
+				}
+			}
 		default:
 			res.Reason = "sleeping"
 			if err := w.s.enqueue(ctx, id, c.Task.WakeAt); err != nil {
@@ -88,6 +95,7 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 		out.failure = &ErrorObject{Code: CodeInternalError,
 			Message: fmt.Sprintf("tool %q is not registered in this worker", c.Task.Tool)}
 	} else {
+		r.stepDefaults = t.stepDefaults
 		out = execute(r, t.bind(c.Task.Args))
 	}
 	// Writes use the caller's context, not the step budget: the safety
@@ -122,6 +130,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 			ch.Release, enqueue = true, true
 		case suspendWake:
 			ch.Release, ch.WakeAt, enqueue, enqueueAt = true, out.susp.at, true, out.susp.at
+			ch.Sleep, ch.WakeOn = out.susp.sleep, out.susp.offers
 		case suspendPark:
 			ch.Park, ch.ParkAny, ch.WakeAt = out.susp.park, out.susp.any, out.susp.at
 			if !out.susp.at.IsZero() {
@@ -165,11 +174,23 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		return res, err
 	}
 	res.Status = c.Task.Status
+	if ch.Sleep {
+		// The store may have cut the sleep short (an answer arrived
+		// while the run went on): the task then runs again now.
+		enqueueAt = c.Task.WakeAt
+	}
 	switch {
 	case res.Status.Terminal():
 		w.auditTerminal(ctx, c)
-	case res.Status == StatusInputRequired && ch.Park != nil:
-		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(ch.Park), slog.String("tool", c.Task.Tool))
+	case res.Status == StatusInputRequired && (ch.Park != nil || ch.Sleep):
+		keys := make(map[string]struct{}, len(ch.Park)+len(out.susp.offers))
+		for k := range ch.Park {
+			keys[k] = struct{}{}
+		}
+		for _, k := range out.susp.offers {
+			keys[k] = struct{}{}
+		}
+		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(keys), slog.String("tool", c.Task.Tool))
 	}
 	if enqueue && !res.Status.Terminal() {
 		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {

@@ -1,13 +1,17 @@
 // Package redisstore implements [tasks.Store] on Redis through rueidis.
 //
-// Layout: a task lives in up to four keys sharing the hash tag {id}, so all
+// Layout: a task lives in up to five keys sharing the hash tag {id}, so all
 // of them sit in one Cluster slot and every transition is one atomic
 // server-side script over them:
 //
 //	<prefix>{<id>}    hash: the task record
-//	<prefix>{<id>}:p  hash: outstanding input requests (key -> request JSON)
+//	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON)
+//	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
+//
+// A task that makes no offers never has the :o key. A task in
+// input_required shows both hashes as its InputRequests.
 //
 // Only ids of the form tasks.NewID issues (tasks.ValidID) become keys: the
 // store answers tasks.ErrNotFound for any other id without a round trip,
@@ -92,6 +96,9 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
 	return base, base + ":p", base + ":j", base + ":r"
 }
+
+// offersKey is the hash of a task's outstanding offers.
+func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
 
 func (s *Store) dueKey() string { return s.prefix + "due" }
 
@@ -313,7 +320,7 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 		return nil, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner}).ToArray()
+	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
 	}
@@ -328,10 +335,16 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
 	}
-	return decodeTask(id, h, pending)
+	offers, err := arr[2].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+	}
+	return decodeTask(id, h, pending, offers)
 }
 
-func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
+// decodeTask builds a task from its record; pending and offers are its
+// outstanding input requests, shown when it is input_required.
+func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, error) {
 	if h["owner"] == "" {
 		// A write that raced the key's expiry can leave a partial hash.
 		return nil, tasks.ErrNotFound
@@ -365,9 +378,12 @@ func decodeTask(id string, h, pending map[string]string) (*tasks.Task, error) {
 		}
 		t.Error = &e
 	}
-	if t.Status == tasks.StatusInputRequired && len(pending) > 0 {
-		t.InputRequests = make(map[string]json.RawMessage, len(pending))
+	if t.Status == tasks.StatusInputRequired && len(pending)+len(offers) > 0 {
+		t.InputRequests = make(map[string]json.RawMessage, len(pending)+len(offers))
 		for k, v := range pending {
+			t.InputRequests[k] = json.RawMessage(v)
+		}
+		for k, v := range offers {
 			t.InputRequests[k] = json.RawMessage(v)
 		}
 	}
@@ -403,7 +419,7 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	keys := []string{t, p, r}
+	keys := []string{t, p, r, s.offersKey(id)}
 	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
@@ -429,7 +445,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p}, []string{owner, ms(now)}).ToArray()
+	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
@@ -459,7 +475,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, claimScript, []string{t, p, j, r},
+	res, err := s.exec(ctx, claimScript, []string{t, p, j, r, s.offersKey(id)},
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
 			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
 	var arr []rueidis.RedisMessage
@@ -491,7 +507,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
 		}
-		task, err := decodeTask(id, h, nil)
+		task, err := decodeTask(id, h, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -504,7 +520,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
 	}
-	task, err := decodeTask(id, h, nil)
+	task, err := decodeTask(id, h, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -551,6 +567,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		op = "cancel"
 	case ch.Park != nil:
 		op = "park"
+	case ch.Release && ch.Sleep:
+		op = "sleep"
 	case ch.Release:
 		op = "release"
 	}
@@ -566,8 +584,25 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if !ch.WakeAt.IsZero() {
 		wake = ms(ch.WakeAt)
 	}
-	args := []string{strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
-		boolArg(ch.ParkAny), "", strconv.Itoa(len(ch.Append))}
+	// Offers put up and withdrawn by the appended entries (see
+	// tasks.Change.Append).
+	var offers, withdrawn []string
+	for _, e := range ch.Append {
+		switch e.Kind {
+		case tasks.KindOffer:
+			offers = append(offers, e.Name, string(e.Value))
+		case tasks.KindWithdraw:
+			withdrawn = append(withdrawn, e.Name)
+		}
+	}
+	var watch []string
+	if op == "sleep" {
+		watch = ch.WakeOn
+	}
+	args := make([]string, 0, 14+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
+	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
+		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)))
 	for _, e := range ch.Append {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -578,6 +613,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	for k, v := range ch.Park {
 		args = append(args, k, string(v))
 	}
+	args = append(args, offers...)
+	args = append(args, withdrawn...)
+	args = append(args, watch...)
 	// Keep the sweeper's index in step (a hint; see the package doc). A
 	// stale (fenced) commit must never move the index entry later or drop
 	// it: the current holder's entry is what recovers the task if that
@@ -598,10 +636,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if !ch.WakeAt.IsZero() {
 			due = ch.WakeAt.Add(s.grace)
 		}
-	case op == "release":
+	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, commitScript, []string{t, p, j, r}, args, nil, after)
+	res, err := s.exec(ctx, commitScript, []string{t, p, j, r, s.offersKey(id)}, args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -618,6 +656,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	n, _ := arr[1].AsInt64()
 	st, _ := arr[2].ToString()
+	woke, _ := arr[3].AsInt64()
 	c.Attempts = int(n)
 	c.Journal = append(c.Journal, ch.Append...)
 	c.Task.Status = tasks.Status(st)
@@ -631,6 +670,14 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	if op != "keep" || c.Task.Status.Terminal() {
 		c.Task.LeaseUntil = time.Time{}
+		c.Task.WakeAt = ch.WakeAt
+		if woke == 1 || ended {
+			c.Task.WakeAt = time.Time{}
+		}
+	}
+	if woke == 1 {
+		// An answer cut the sleep short: the task runs again now.
+		due = ch.Now.Add(s.grace)
 	}
 	switch {
 	case ended:

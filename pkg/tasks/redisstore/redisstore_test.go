@@ -232,6 +232,23 @@ func TestEveryKeyExpires(t *testing.T) {
 				t.Fatalf("Schedule: %v", err)
 			}
 			k.check("schedule", s.dueKey())
+
+			// Offers: their hash is written by the commit that appends them,
+			// taken from by answers, and dropped when the task ends.
+			id5 := create(&tasks.NewTask{})
+			tk5, _, j5, r5 := s.keys(id5)
+			o5 := s.offersKey(id5)
+			c5 := claim(id5, now)
+			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{
+				{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":1}`)},
+				{Name: "more", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":2}`)},
+			}, Release: true, Sleep: true, WakeAt: now.Add(time.Minute), WakeOn: []string{"more", "stop"}})
+			k.check("sleep with offers", tk5, j5, o5, s.dueKey())
+			update(id5, map[string]json.RawMessage{"stop": json.RawMessage(`true`)})
+			k.check("offer answered", tk5, j5, o5, r5, s.dueKey())
+			c5 = claim(id5, now)
+			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{{Name: "more", Kind: tasks.KindWithdraw}}})
+			k.check("offer withdrawn", tk5, j5, r5)
 		})
 	}
 }
@@ -254,8 +271,9 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 				t.Fatalf("Claim: %v", err)
 			}
 			if err := s.Commit(ctx, c, &tasks.Change{Now: time.Now(),
-				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}},
-				Park:   map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
+				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)},
+					{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{}`)}},
+				Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
 			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`1`)}, time.Now()); err != nil {
@@ -265,8 +283,8 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 			taskKeys := func() []string {
 				return slices.DeleteFunc(k.scan(), func(key string) bool { return !strings.Contains(key, "{"+id+"}") })
 			}
-			if n := len(taskKeys()); n != 4 {
-				t.Fatalf("task has %d keys before expiry, want 4 (record, input, journal, responses): %v", n, taskKeys())
+			if n := len(taskKeys()); n != 5 {
+				t.Fatalf("task has %d keys before expiry, want 5 (record, input, offers, journal, responses): %v", n, taskKeys())
 			}
 			deadline := time.Now().Add(20 * time.Second)
 			for len(taskKeys()) > 0 {
@@ -327,8 +345,10 @@ func TestNonTaskKeysUntouched(t *testing.T) {
 }
 
 // The round trips of Update, on a warm connection (scripts loaded): a
-// stranger's, an unknown task's and a non-resuming update cost one; a
-// resuming one two (the due index moves before the resume, in the second).
+// stranger's, an unknown task's and a non-resuming update cost one (so
+// does an answer to the offer of a running task); a resuming one two (the
+// due index moves before the resume, in the second), whether it ends a
+// wait for input or wakes a task sleeping with an offer.
 func TestUpdateRoundTrips(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -352,6 +372,24 @@ func TestUpdateRoundTrips(t *testing.T) {
 				}
 				return id
 			}
+			// offering: a task that offers "a", running (sleep false) or
+			// sleeping.
+			offering := func(sleep bool) string {
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				c, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatalf("Claim: %v", err)
+				}
+				if err := s.Commit(ctx, c, &tasks.Change{Now: now, Release: sleep, Sleep: sleep, WakeAt: now.Add(time.Hour), WakeOn: []string{"a"},
+					Append: []tasks.Entry{{Name: "a", Kind: tasks.KindOffer, Value: json.RawMessage(`{}`)}}}); err != nil {
+					t.Fatalf("Commit: %v", err)
+				}
+				return id
+			}
 			trips := func(owner, id string, resp map[string]json.RawMessage) (int64, bool) {
 				rc.Reset()
 				resumed, _ := s.Update(ctx, owner, id, resp, now)
@@ -371,6 +409,8 @@ func TestUpdateRoundTrips(t *testing.T) {
 				{"unknown", "alice", tasks.NewID(), both, 1, false},
 				{"partial", "alice", park(), a, 1, false},
 				{"resuming", "alice", park(), both, 2, true},
+				{"offer of a running task", "alice", offering(false), a, 1, false},
+				{"offer of a sleeping task", "alice", offering(true), a, 2, true},
 			} {
 				n, resumed := trips(c.owner, c.id, c.resp)
 				t.Logf("%s update: %d round trips", c.name, n)

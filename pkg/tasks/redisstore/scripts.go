@@ -72,13 +72,13 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p; ARGV owner (empty: no check). Returns {task hash,
-// outstanding input hash}, or false when the task is missing or owned by
-// someone else. Read-only, so retryable.
+// getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash,
+// outstanding input hash, outstanding offers hash}, or false when the task
+// is missing or owned by someone else. Read-only, so retryable.
 var getScript = newScript(`
 local o = redis.call('HGET', KEYS[1], 'owner')
 if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
-return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
 
 // rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
@@ -91,48 +91,68 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `, false)
 
-// updateScript: KEYS t p r; ARGV owner now mode k1 v1 k2 v2 ...
-// Responses to a parked task whose input deadline passed (by the caller's
-// clock, or because a worker claimed it) are refused, so a worker that
-// replays after the deadline sees a frozen set.
+// updateScript: KEYS t p r o; ARGV owner now mode k1 v1 k2 v2 ...
+// The keys a parked task waits for (p) take answers only while it is
+// parked and before its deadline: responses to a task whose deadline
+// passed (by the caller's clock, or because a worker claimed it) are
+// refused, so a worker that replays after the deadline sees a frozen set.
+// Offers (o) take answers in any live status: what a check of one found is
+// journaled, so a late answer cannot change a replay. An answer to an
+// offer resumes a task that sleeps with offers (parked with nothing in p)
+// before its wake time; it never resumes a wait for input.
 // mode "try" changes nothing when the responses would resume the task and
 // returns 3 (the caller then moves the task's due entry and calls again);
 // mode "apply" applies them in any case.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
 // resumed, 3 (try) would resume.
-var updateScript = newScript(`
+var updateScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
-if h[2] ~= 'input_required' then return 0 end
+if terminal(h[2]) then return 0 end
 local wake = tonumber(h[5] or '0')
-if wake > 0 and wake <= tonumber(ARGV[2]) then return 0 end
 -- A parked task holds no lease; one that does was claimed after its
 -- deadline, whatever this caller's clock says: its answers are frozen.
-if (h[6] or '0') ~= '0' then return 0 end
-if ARGV[3] == 'try' then
-  local n = 0
-  for i = 4, #ARGV, 2 do n = n + redis.call('HEXISTS', KEYS[2], ARGV[i]) end
-  if n > 0 and (h[3] == '1' or n == redis.call('HLEN', KEYS[2])) then return 3 end
+local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[6] or '0') == '0'
+local hp = 0
+if parked then hp = redis.call('HLEN', KEYS[2]) end
+local function resumes(nb, no)
+  return parked and ((nb > 0 and (h[3] == '1' or nb == hp)) or (hp == 0 and no > 0))
 end
-local n = 0
+if ARGV[3] == 'try' then
+  local nb, no = 0, 0
+  for i = 4, #ARGV, 2 do
+    if parked and redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then nb = nb + 1
+    elseif redis.call('HEXISTS', KEYS[4], ARGV[i]) == 1 then no = no + 1 end
+  end
+  if resumes(nb, no) then return 3 end
+end
+local nb, no = 0, 0
 for i = 4, #ARGV, 2 do
-  if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
+  if parked and redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
-    n = n + 1
+    nb = nb + 1
+  elseif redis.call('HDEL', KEYS[4], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
+    no = no + 1
   end
 end
-if n == 0 then return 0 end
+if nb + no == 0 then return 0 end
 redis.call('PEXPIREAT', KEYS[3], h[4])
-if h[3] == '1' or redis.call('HLEN', KEYS[2]) == 0 then
+if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
+  -- Nothing left to ask (the last offer of a task whose sleep is over was
+  -- answered): it is due anyway, and working.
+  redis.call('HSET', KEYS[1], 'status', 'working')
+end
 return 1
 `, true)
 
-// cancelScript: KEYS t p; ARGV owner now. Returns {status afterwards,
+// cancelScript: KEYS t p o; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
 var cancelScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
@@ -142,13 +162,14 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], 'cancel', '1')
   return {h[2], 0}
 end
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 return {'cancelled', 1}
 `, true)
 
-// claimScript: KEYS t p j r; ARGV now leaseMs.
+// claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
+// input_required (its deadline passed) is working from the claim on.
 // Returns {code, gen, att, wake, taskHash, journal, responses} where code is
 // NF (not found), T (terminal), X (made terminal here: cancellation was
 // requested), L (leased), P (parked for input), W (sleeping until wake) or C
@@ -162,7 +183,7 @@ if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
 local lease = tonumber(h[2] or '0')
 if lease > now then return {'L', 0, 0, lease} end
 if h[3] == '1' then
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[2], KEYS[5])
   redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
@@ -172,54 +193,84 @@ if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
 local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
 local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
 redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
+if h[1] == 'input_required' then
+  -- Past its deadline (or its sleep's end): the run is on, and the input
+  -- it waited for is closed (its answers are frozen; offers stay).
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'status', 'working')
+end
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
 `, false)
 
-// commitScript: KEYS t p j r; ARGV gen now op hasMsg msg attempts payload
-// wake any unused nAppend entries... parkPairs...
-// op: keep | release | park | complete | fail | cancel.
-// Returns {code, att, status}: code 0 ok, -1 fenced, -2 gone. A change that
-// keeps the task alive while cancellation was requested cancels it instead.
-// A terminal change sets the status message it carries, or clears it: a
-// finished task never shows a message of its running days.
+// commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
+// payload wake any nPark nAppend nOffer nWithdraw nWatch, then nAppend
+// entries, nPark park pairs, nOffer offer pairs, nWithdraw withdrawn keys
+// and nWatch watched keys.
+// op: keep | release | sleep | park | complete | fail | cancel.
+// Returns {code, att, status, woke}: code 0 ok, -1 fenced, -2 gone. A
+// change that keeps the task alive while cancellation was requested
+// cancels it instead. A terminal change sets the status message it
+// carries, or clears it: a finished task never shows a message of its
+// running days. Offers are put up and withdrawn before the op applies. A
+// sleep is released to run now (woke 1) if a watched offer was answered
+// meanwhile (its response is there), parked in input_required with no
+// blocking keys until wake if offers are outstanding, and released until
+// wake otherwise.
 var commitScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
-if not h[1] then return {-2, 0, ''} end
-if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or ''} end
-local now, op, exp = ARGV[2], ARGV[3], h[3]
+if not h[1] then return {-2, 0, '', 0} end
+if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
+local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
-local n = tonumber(ARGV[11])
-for i = 1, n do redis.call('RPUSH', KEYS[3], ARGV[11+i]) end
+local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
+local i = 14
+for k = 1, n do redis.call('RPUSH', KEYS[3], ARGV[i+k]) end
 if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+i = i + n
+local park = i
+i = i + 2*np
+for k = 1, nof do redis.call('HSET', KEYS[5], ARGV[i+2*k-1], ARGV[i+2*k]) end
+if nof > 0 then redis.call('PEXPIREAT', KEYS[5], exp) end
+i = i + 2*nof
+for k = 1, nw do redis.call('HDEL', KEYS[5], ARGV[i+k]) end
+local watch = i + nw
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
-local asked = op
-if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'park') then op = 'cancel' end
-if ARGV[4] == '1' and op == asked then
+local cancelled = false
+if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
+if ARGV[4] == '1' and not cancelled then
   redis.call('HSET', KEYS[1], 'msg', ARGV[5])
 elseif op == 'complete' or op == 'fail' or op == 'cancel' then
   redis.call('HDEL', KEYS[1], 'msg')
 end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], 'updated', now)
-  return {0, att, h[2]}
+  return {0, att, h[2], 0}
+end
+local woke = 0
+if op == 'sleep' then
+  op = 'release'
+  for k = 1, nwatch do
+    if redis.call('HEXISTS', KEYS[4], ARGV[watch+k]) == 1 then woke = 1; wake = '0'; break end
+  end
+  if woke == 0 and redis.call('EXISTS', KEYS[5]) == 1 then op = 'park'; np = 0 end
 end
 local status
 if op == 'release' then
   status = 'working'
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', ARGV[8], 'updated', now)
+  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', wake, 'updated', now)
 elseif op == 'park' then
   status = 'input_required'
   redis.call('DEL', KEYS[2])
-  for i = 12 + n, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
-  redis.call('PEXPIREAT', KEYS[2], exp)
-  redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', ARGV[8], 'updated', now)
+  for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
+  if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
+  redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', wake, 'updated', now)
 else
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[2], KEYS[5])
   if op == 'complete' then status = 'completed'; redis.call('HSET', KEYS[1], 'result', ARGV[7])
   elseif op == 'fail' then status = 'failed'; redis.call('HSET', KEYS[1], 'error', ARGV[7])
   else status = 'cancelled' end
   redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
 end
-return {0, att, status}
+return {0, att, status, woke}
 `, false)

@@ -89,6 +89,15 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"RaceClaim", testRaceClaim},
 		{"LiveLimit", testLiveLimit},
 		{"LiveLimitRace", testLiveLimitRace},
+		{"OfferWhileWorking", testOfferWhileWorking},
+		{"OfferSleep", testOfferSleep},
+		{"SleepWithoutOffers", testSleepWithoutOffers},
+		{"OfferAnsweredBeforeSleep", testOfferAnsweredBeforeSleep},
+		{"OfferWithdrawn", testOfferWithdrawn},
+		{"OfferWhileParked", testOfferWhileParked},
+		{"OfferLateAnswers", testOfferLateAnswers},
+		{"OfferEnds", testOfferEnds},
+		{"ClaimPastDeadlineIsWorking", testClaimPastDeadline},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
