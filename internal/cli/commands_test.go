@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,8 +182,17 @@ func TestCLIExamples(t *testing.T) {
 		check(t, r, 0, "NAME", "greet", "name:string", "slow_compute", "seconds:integer [label:string]")
 		j := newRun(url, nil).exec(ctx, "tools", "--output", "json")
 		var tools []struct{ Name string }
-		if err := json.Unmarshal([]byte(j.out.String()), &tools); err != nil || len(tools) != 4 {
-			t.Errorf("tools --output json: %s (%v)", j.out, err)
+		if err := json.Unmarshal([]byte(j.out.String()), &tools); err != nil {
+			t.Fatalf("tools --output json: %s (%v)", j.out, err)
+		}
+		var names []string
+		for _, tl := range tools {
+			names = append(names, tl.Name)
+		}
+		for _, want := range []string{"batch_report", "confirm_delete", "greet", "slow_compute"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tools --output json lists %v, without %s", names, want)
+			}
 		}
 	})
 	t.Run("errors", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -32,8 +33,28 @@ type Process struct {
 	getenv func(string) string
 	logger func(bundle.Config) *slog.Logger
 
-	mu sync.Mutex
-	b  *bundle.Bundle
+	mu      sync.Mutex
+	b       *bundle.Bundle
+	lastErr error     // the last failed build, answered again until retryAt
+	retryAt time.Time // so that a broken Redis is dialled once a second, not once per waiting request
+	// pushQueue names the queue this platform's worker is fed by (qstash on
+	// Vercel, sqs on Lambda): with another one configured the process warns
+	// that only workers elsewhere will run tasks.
+	pushQueue string
+}
+
+// failedBuildBackoff is how long a failed build is answered without being
+// tried again: concurrent requests of one instance wait for one dial, not
+// one each.
+const failedBuildBackoff = time.Second
+
+// ExpectQueue makes the process warn, once built, when MCPTASKS_QUEUE is
+// not name (the queue that feeds the platform's worker function): with
+// MCPTASKS_QUEUE=redis there, tasks run only if `worker` processes consume
+// the Redis queue elsewhere.
+func (p *Process) ExpectQueue(name string) *Process {
+	p.pushQueue = name
+	return p
 }
 
 // NewProcess returns the lazily built bundle of apps (MCPTASKS_APP selects
@@ -52,15 +73,34 @@ func NewProcess(apps []*tasks.App, getenv func(string) string, logger func(bundl
 }
 
 // Bundle returns the process's bundle, building it on first use. A failed
-// build is not remembered: the next call tries again, so a Redis that was
-// briefly unreachable at a cold start does not poison the instance. The
-// bundle is never closed by Process: it lives as long as the process.
+// build is answered again for a second (concurrent requests wait for one
+// dial, not one each), then tried anew, so a Redis that was briefly
+// unreachable at a cold start does not poison the instance. The bundle is
+// never closed by Process: it lives as long as the process.
 func (p *Process) Bundle() (*bundle.Bundle, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.b != nil {
 		return p.b, nil
 	}
+	if p.lastErr != nil && time.Now().Before(p.retryAt) {
+		return nil, p.lastErr
+	}
+	b, err := p.build()
+	if err != nil {
+		p.lastErr, p.retryAt = err, time.Now().Add(failedBuildBackoff)
+		return nil, err
+	}
+	p.b, p.lastErr = b, nil
+	if p.pushQueue != "" && b.Config.Queue != p.pushQueue {
+		b.Log().Warn("MCPTASKS_QUEUE is not this platform's push queue: tasks run only if worker processes consume it elsewhere",
+			"queue", b.Config.Queue, "want", p.pushQueue)
+	}
+	return b, nil
+}
+
+// build makes the bundle from the environment, logging why it failed.
+func (p *Process) build() (*bundle.Bundle, error) {
 	cfg, err := bundle.FromEnv(p.getenv)
 	if err != nil {
 		err = fmt.Errorf("configuration: %w", err)
@@ -81,7 +121,6 @@ func (p *Process) Bundle() (*bundle.Bundle, error) {
 		log.Error("building the mcptasks bundle failed", "err", err)
 		return nil, err
 	}
-	p.b = b
 	return b, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
@@ -31,6 +32,12 @@ func TestProcess(t *testing.T) {
 		t.Fatal("a bundle on an unreachable Redis was built")
 	}
 	env["REDIS_URL"] = good
+	// Within a second the failure is answered again without a new dial
+	// (concurrent requests wait for one dial, not one each) ...
+	if _, err := p.Bundle(); err == nil || built.Load() != 1 {
+		t.Fatalf("a second call right away: err %v, %d builds; want the remembered failure and 1 build", err, built.Load())
+	}
+	time.Sleep(1100 * time.Millisecond) // ... and then tried anew
 	b, err := p.Bundle()
 	if err != nil {
 		t.Fatalf("after Redis came back: %v", err)

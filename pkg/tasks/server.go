@@ -420,8 +420,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // path and the go-sdk middleware) call once the capability gate passed. An
 // id the server never issued (see ValidID) is unknown without a store call.
 // storeUnavailable is the answer to a request whose store work failed or
-// ran past Options.StoreTimeout: nothing was done that a retry would not
-// redo, so the client may retry after a moment.
+// ran past Options.StoreTimeout. tasks/get, tasks/update and tasks/cancel
+// are safe to repeat. A task-creating tools/call that timed out may still
+// have created its task (Redis may apply the write after the answer left):
+// a retry then starts a second one.
 func storeUnavailable() error {
 	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
 }

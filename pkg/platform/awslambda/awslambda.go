@@ -130,7 +130,7 @@ func WithSQS(c sqsqueue.Sender) bundle.Option {
 // JSON (the template's LogFormat) at MCPTASKS_LOG_LEVEL. A failure ends the
 // process: Lambda reports an init error and retries with a fresh sandbox.
 func mustBundle(apps []*tasks.App) *bundle.Bundle {
-	b, err := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).Bundle()
+	b, err := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).ExpectQueue(bundle.QueueSQS).Bundle()
 	if err != nil {
 		os.Exit(1) // the builder logged why
 	}

@@ -297,7 +297,8 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shut, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	// In-flight requests may be inline runs of up to MaxDuration.
+	shut, cancelShut := context.WithTimeout(context.WithoutCancel(ctx), max(shutdownTimeout, b.Config.MaxDuration+writeSlack))
 	defer cancelShut()
 	if err := srv.Shutdown(shut); err != nil {
 		return fmt.Errorf("shutting down: %w", err)

@@ -90,7 +90,7 @@ func For(apps ...*tasks.App) *Functions {
 // (os.Getenv) on first use, for the app MCPTASKS_APP selects among apps.
 // Most deployments call [For] instead, which keeps one per process.
 func New(apps []*tasks.App, opts ...bundle.Option) *Functions {
-	p := platform.NewProcess(apps, nil, nil, append([]bundle.Option{WithQStash(nil)}, opts...)...)
+	p := platform.NewProcess(apps, nil, nil, append([]bundle.Option{WithQStash(nil)}, opts...)...).ExpectQueue(bundle.QueueQStash)
 	return &Functions{bundle: p.Bundle}
 }
 

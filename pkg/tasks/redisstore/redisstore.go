@@ -157,6 +157,9 @@ func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (
 	}
 }
 
+// handBackTimeout bounds giving a live-set place back after a failed create.
+const handBackTimeout = 2 * time.Second
+
 // dropEnded removes from the live set key the members whose task is
 // terminal, and returns how many it removed. A member whose task is missing
 // is kept: its creation may be under way.
@@ -282,8 +285,12 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		err = indexErr
 	}
 	if (err != nil || n == 0) && reserved {
-		// Give the place back (best effort: else it is held until exp).
-		_ = s.c.Do(ctx, s.c.B().Zrem().Key(s.liveKey(nt.Owner)).Member(nt.ID).Build()).Error()
+		// Give the place back (best effort: else it is held until exp), on
+		// a context of its own: the usual failure is ctx's deadline, under
+		// which the hand-back would fail too.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+		_ = s.c.Do(hctx, s.c.B().Zrem().Key(s.liveKey(nt.Owner)).Member(nt.ID).Build()).Error()
+		cancel()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
