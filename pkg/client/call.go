@@ -46,6 +46,7 @@ type callConfig struct {
 	onStatus   func(Task)
 	input      InputHandler
 	each       bool
+	standing   bool
 	cancelWait time.Duration
 	detach     context.Context
 }
@@ -94,6 +95,32 @@ func OnElicit(h ElicitHandler) CallOption {
 // and sent together in one tasks/update.
 func AnswerEach() CallOption {
 	return func(c *callConfig) { c.each = true }
+}
+
+// AskStanding also hands standing offers to the input handler: input
+// requests the task does not wait for (marked with MetaStanding, such as
+// "stop early?"). By default they are left unanswered: the call keeps
+// polling, and a task whose only pending requests are standing offers is
+// not an input_required that needs a handler.
+func AskStanding() CallOption {
+	return func(c *callConfig) { c.standing = true }
+}
+
+// MetaStanding is the params._meta key (true) by which an mcptasks server
+// marks a standing offer among a task's inputRequests (tasks.MetaStanding).
+const MetaStanding = "dev.mcptasks/standing"
+
+// Standing reports whether the request is a standing offer: one the task
+// does not wait for (see [AskStanding]).
+func (r *InputRequest) Standing() bool {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(r.Params, &p) != nil {
+		return false
+	}
+	v, _ := p.Meta[MetaStanding].(bool)
+	return v
 }
 
 // CancelWait bounds how long a call whose context ended keeps polling, after

@@ -107,9 +107,10 @@ func (w *waiter) finish(t *Task) (*mcp.CallToolResult, error) {
 func (w *waiter) answer(ctx context.Context, t *Task) (bool, error) {
 	var pending []string
 	for _, k := range t.Pending() {
-		if !w.answered[k] {
-			pending = append(pending, k)
+		if w.answered[k] || (!w.cfg.standing && t.InputRequests[k].Standing()) {
+			continue // answered already, or a standing offer left alone
 		}
+		pending = append(pending, k)
 	}
 	if len(pending) == 0 {
 		return false, nil // answered already; the server has yet to move on

@@ -61,7 +61,9 @@
 //     offer outstanding, it is input_required, and the offer's request is
 //     in inputRequests beside any the task waits for. While a step runs (or
 //     the task waits in the queue, or for a retry) it is working and shows
-//     no inputRequests.
+//     no inputRequests. An offer's request carries params._meta
+//     [MetaStanding] = true, so that a client knows the task does not wait
+//     for it (pkg/client leaves such requests unanswered unless asked to).
 //   - tasks/update accepts an answer to an outstanding offer whatever the
 //     task's status; the request leaves inputRequests at once, and the
 //     answer waits for the next CheckInput. Answers to a withdrawn offer,

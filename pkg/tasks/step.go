@@ -200,11 +200,36 @@ var ErrWoken = errors.New("tasks: the sleep was cut short by an answer to an off
 // Inline (a client without the tasks extension), offers are not shown to
 // the client and never answered: CheckInput reports nothing.
 func (s *Step) Offer(name string, req InputRequest) error {
-	b, err := json.Marshal(req)
+	b, err := json.Marshal(markStanding(req))
 	if err != nil {
 		return fmt.Errorf("offer %q: encoding the request: %w", name, err)
 	}
 	return s.r.offer(name, b)
+}
+
+// MetaStanding is the params._meta key, set to true, that marks an entry
+// of inputRequests as a standing offer ([Step.Offer]): the task does not
+// wait for it, so a client may leave it unanswered and keep polling (the
+// tasks extension itself has no such notion).
+const MetaStanding = "dev.mcptasks/standing"
+
+// markStanding returns req with params._meta[MetaStanding] = true.
+func markStanding(req InputRequest) InputRequest {
+	params := map[string]any{}
+	if req.Params != nil {
+		b, err := json.Marshal(req.Params)
+		if err != nil || json.Unmarshal(b, &params) != nil || params == nil {
+			return req // not an object: left as it is
+		}
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[MetaStanding] = true
+	params["_meta"] = meta
+	req.Params = params
+	return req
 }
 
 // CheckInput returns the answer to the offer name if the client answered
