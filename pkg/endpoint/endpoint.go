@@ -132,20 +132,14 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	o := opts.defaults()
 	so := o.sdkOptions()
 	var h http.Handler = checkRouting(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.MCP() }, so))
-	why := ""
 	switch {
 	case o.DisableLeanPath:
-		why = "endpoint Options.DisableLeanPath is set"
 	case sdkDrift() != "":
-		why = sdkDrift()
-		o.Logger.Warn("tasks/* requests all go through the go-sdk: "+why, "audited", AuditedSDKVersion)
+		o.Logger.Warn("lean tasks path off: every request goes through the go-sdk", "reason", sdkDrift())
+	case ts.LeanPathDisabled() != "":
+		o.Logger.Info("lean tasks path off: every request goes through the go-sdk", "reason", ts.LeanPathDisabled())
 	default:
-		why = ts.LeanPathDisabled()
-	}
-	if why == "" {
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
-	} else {
-		o.Logger.Debug("lean tasks path off", "reason", why)
 	}
 	return o.mount(h)
 }
