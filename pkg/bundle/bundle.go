@@ -448,9 +448,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		// The go-sdk logs every stateless request at INFO; keep its warnings.
 		so.Logger = slog.New(sdkLog{log.Handler(), slog.LevelWarn})
 	}
-	// The tasks HTTP layer (routing-header check and the lean tasks/* path)
-	// sits inside authentication, which puts the principal in the context.
-	authenticate := func(h http.Handler) http.Handler { return h }
+	// Authentication puts the principal in the context; the endpoint runs it
+	// before the tasks layer (see package endpoint for the order).
+	var authenticate func(http.Handler) http.Handler
 	extra := map[string]http.Handler{}
 	if cfg.AuthEnabled {
 		v, err := auth.New(bg, cfg.Auth, log)
@@ -485,10 +485,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if app.Register != nil {
 		app.Register(b.Tasks)
 	}
-	b.Handler = endpoint.New(b.Tasks.MCP(), &endpoint.Options{
+	b.Handler = endpoint.ForTasks(b.Tasks, &endpoint.Options{
 		Logger:         log,
 		AllowedOrigins: cfg.AllowedOrigins,
-		Wrap:           func(h http.Handler) http.Handler { return authenticate(b.Tasks.HTTPHandler(h)) },
+		Authenticate:   authenticate,
 		Extra:          extra,
 	})
 	return b, nil

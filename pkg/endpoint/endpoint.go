@@ -4,9 +4,40 @@
 //
 // The same handler is served by every platform adapter: the local net/http
 // shim in cmd/mcptasks, the Vercel functions under api/ and the Lambda entry
-// points under cmd/lambda. It owns transport concerns only (routing, Origin
-// validation, body limits, health); MCP semantics live in the go-sdk and in
-// package tasks.
+// points under cmd/lambda. It owns transport concerns only; MCP semantics
+// live in the go-sdk and in package tasks.
+//
+// # Composition
+//
+// [ForTasks] serves a tasks server, [New] a plain go-sdk server. A request
+// to the MCP path passes these layers, in this order, each of which may
+// answer it:
+//
+//  1. Origin: a browser Origin other than the server itself, a loopback
+//     page or Options.AllowedOrigins is refused (403), as the transport
+//     spec requires against DNS rebinding.
+//  2. Body limit: the body is cut at Options.MaxBodyBytes (413), for every
+//     layer below.
+//  3. Authentication (Options.Authenticate): verifies the caller and puts
+//     its identity in the context, where both paths below take the
+//     principal from.
+//  4. The tasks layer (ForTasks only):
+//     - the lean path answers a well-formed tasks/get, tasks/update,
+//     tasks/cancel or task-creating tools/call itself, parsing the body
+//     once, with exactly the answer the go-sdk would give (it calls the
+//     same operations, [tasks.Server.GetTask] and the rest). It mirrors
+//     the go-sdk's transport checks, listed in lean.go, and is guarded:
+//     it is off when the go-sdk in the build is not the audited version,
+//     and wherever the server's configuration makes the go-sdk answer
+//     differently ([tasks.Server.LeanPathDisabled]). Anything it does not
+//     serve goes on, unchanged;
+//     - the routing check: tasks/* requests must carry an Mcp-Name equal
+//     to params.taskId (-32020), which the go-sdk checks only for its own
+//     methods.
+//  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
+//     middleware in package tasks answers task tools and tasks/*.
+//
+// GET /healthz answers "ok", and Options.Extra mounts further routes.
 package endpoint
 
 import (
@@ -16,6 +47,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +57,8 @@ const DefaultPath = "/mcp"
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Options configures [New]. The zero value is a sane default.
+// Options configures [New] and [ForTasks]. The zero value is a sane
+// default.
 type Options struct {
 	// Logger receives request-level warnings. Nil means slog.Default().
 	Logger *slog.Logger
@@ -39,42 +72,84 @@ type Options struct {
 	// JSONResponse answers with application/json instead of an SSE stream.
 	// SSE (the default) is required for progress notifications.
 	JSONResponse bool
-	// Wrap, when set, wraps the MCP handler (after Origin validation). The
-	// tasks extension uses it to check routing headers of tasks/* requests.
-	Wrap func(http.Handler) http.Handler
+	// Authenticate, when set, verifies the caller and puts its identity in
+	// the request context (as a go-sdk auth.TokenInfo, where
+	// auth.TokenInfoFromContext finds it), or answers the request itself
+	// (401). It runs after the Origin check and the body limit, before the
+	// tasks layer and the go-sdk.
+	Authenticate func(http.Handler) http.Handler
+	// DisableLeanPath sends every request of a ForTasks endpoint through the
+	// go-sdk, for this endpoint only (tasks.Options.DisableLeanPath does it
+	// for every endpoint of a server).
+	DisableLeanPath bool
 	// Extra mounts additional routes (for example OAuth protected resource
 	// metadata) on the same mux.
 	Extra map[string]http.Handler
 }
 
-// New returns the handler serving srv at opts.Path, plus GET /healthz.
+func (o *Options) defaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return c
+}
+
+// sdkOptions are the options of the go-sdk handler. The lean path reads
+// the ones that change the go-sdk's transport checks from here.
+func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		JSONResponse:                 o.JSONResponse,
+		Logger:                       o.Logger,
+		MaxRequestBodyBytes:          o.MaxBodyBytes,
+		PropagateRequestCancellation: true,
+	}
+}
+
+// New returns the handler serving the go-sdk server srv at opts.Path (the
+// composition above without the tasks layer), plus GET /healthz.
 func New(srv *mcp.Server, opts *Options) http.Handler {
-	var o Options
-	if opts != nil {
-		o = *opts
+	o := opts.defaults()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
+	return o.mount(sdk)
+}
+
+// ForTasks returns the handler serving the tasks server ts at opts.Path,
+// composed as the package documentation says, plus GET /healthz. Build it
+// after registering tools and any receiving middleware: whether the lean
+// path may run is decided here, once.
+func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
+	o := opts.defaults()
+	so := o.sdkOptions()
+	var h http.Handler = checkRouting(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.MCP() }, so))
+	switch {
+	case o.DisableLeanPath:
+	case sdkDrift() != "":
+		o.Logger.Warn("lean tasks path off: every request goes through the go-sdk", "reason", sdkDrift())
+	case ts.LeanPathDisabled() != "":
+		o.Logger.Info("lean tasks path off: every request goes through the go-sdk", "reason", ts.LeanPathDisabled())
+	default:
+		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+	return o.mount(h)
+}
+
+// mount puts the layers every request passes before h (authentication,
+// body limit, Origin) around it and serves it at o.Path.
+func (o *Options) mount(h http.Handler) http.Handler {
+	if o.Authenticate != nil {
+		h = o.Authenticate(h)
 	}
-	if o.Path == "" {
-		o.Path = DefaultPath
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{
-			Stateless:                    true,
-			JSONResponse:                 o.JSONResponse,
-			Logger:                       o.Logger,
-			MaxRequestBodyBytes:          o.MaxBodyBytes,
-			PropagateRequestCancellation: true,
-		})
-	if o.Wrap != nil {
-		h = o.Wrap(h)
-	}
-	// The body limit holds for the wrapping layers too (the tasks layer
-	// reads tasks/* bodies itself), not only for the go-sdk handler.
 	h = limitBody(h, o.MaxBodyBytes)
 	h = checkOrigin(h, o.AllowedOrigins, o.Logger)
 

@@ -63,12 +63,12 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	opts.Anonymous = true
 	h.srv = tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, h.store, h.q, &opts)
 	register(h.srv)
-	ts := httptest.NewServer(endpoint.New(h.srv.MCP(), &endpoint.Options{Wrap: h.srv.HTTPHandler}))
+	ts := httptest.NewServer(endpoint.ForTasks(h.srv, nil))
 	t.Cleanup(ts.Close)
 	h.c = mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
 	// The same server without the lean tasks/* path: every request goes
 	// through the go-sdk.
-	sdk := httptest.NewServer(endpoint.New(h.srv.MCP(), &endpoint.Options{Wrap: tasks.CheckRoutingHeaders}))
+	sdk := httptest.NewServer(endpoint.ForTasks(h.srv, &endpoint.Options{DisableLeanPath: true}))
 	t.Cleanup(sdk.Close)
 	h.sdk = mcptest.NewClient(strings.TrimPrefix(sdk.URL, "http://"), true)
 	return h

@@ -72,10 +72,12 @@ type Options struct {
 	// inline input rounds; it must be the same on every instance. Empty
 	// means a random per-process key (one-instance deployments only).
 	StateSecret []byte
-	// DisableLeanPath sends every request through the go-sdk, so that
-	// receiving middleware added on MCP() sees tasks/* and task-creating
-	// tools/call requests too (see Server.HTTPHandler); it costs their
-	// throughput.
+	// DisableLeanPath sends every request through the go-sdk: the endpoint
+	// (package endpoint) then never answers tasks/* and task-creating
+	// tools/call requests on its lean path, at a cost in their throughput.
+	// The lean path also turns itself off, without this switch, wherever the
+	// go-sdk's configuration would answer differently: see
+	// [Server.LeanPathDisabled].
 	DisableLeanPath bool
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
@@ -164,6 +166,12 @@ type Server struct {
 	log   *slog.Logger
 	tools map[string]*tool
 	impl  *mcp.Implementation
+	// sdkConfig is why the go-sdk's configuration rules out the lean path
+	// ("" when it does not); see LeanPathDisabled.
+	sdkConfig string
+	// chain identifies the go-sdk server's receiving handler right after New
+	// installed the tasks middleware (see chainOf).
+	chain uintptr
 }
 
 // New returns a Server whose go-sdk server is built from impl and mcpOpts
@@ -189,6 +197,8 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	s.opts.fill()
 	s.log = s.opts.Logger
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.chain, _ = chainOf(s.mcp)
+	s.sdkConfig = leanVersionConflict(so.SupportedProtocolVersions)
 	for _, m := range []string{MethodGet, MethodCancel} {
 		if err := mcp.AddReceivingCustomMethod(s.mcp, m, unreachable[*GetParams]); err != nil {
 			panic(err) // only if the SDK gains these methods
@@ -242,10 +252,10 @@ type tool struct {
 	name       string
 	support    Support
 	inputFirst bool
-	// lean: tools/call may create this tool's tasks on the lean HTTP path
-	// (no GatherInputFirst, no x-mcp-header parameters).
-	lean     bool
-	resolved *jsonschema.Resolved
+	// paramHeaders: the input schema maps a property to an Mcp-Param
+	// header (x-mcp-header), which the go-sdk validates.
+	paramHeaders bool
+	resolved     *jsonschema.Resolved
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
 	// bind decodes raw arguments and returns the handler closed over them.
@@ -285,7 +295,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 	for _, o := range opts {
 		o(entry)
 	}
-	entry.lean = !entry.inputFirst && !usesParamHeaders(schema)
+	entry.paramHeaders = usesParamHeaders(schema)
 	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 			var in In
@@ -381,6 +391,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				break // inline, through the registered handler
 			}
+			if !t.inputFirst {
+				return s.CreateTask(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)
+			}
 			res, err := s.createTask(ctx, ctr, t)
 			return middlewareCallResult(res), err
 		case MethodGet, MethodCancel:
@@ -388,52 +401,42 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok {
 				break
 			}
-			if !declaresTasks(r.ClientCapabilities()) {
+			// Without params there is no _meta, so no capability; and the
+			// go-sdk's ClientCapabilities dereferences nil params of a
+			// custom method (a panic that ends the process).
+			if r.Params == nil || !declaresTasks(r.ClientCapabilities()) {
 				return nil, missingCapability()
 			}
-			if r.Params == nil || r.Params.TaskID == "" {
+			if r.Params.TaskID == "" {
 				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
 			}
 			owner := s.principal(ctx, r.GetExtra())
 			if method == MethodGet {
-				return s.get(ctx, owner, r.Params.TaskID)
+				return s.GetTask(ctx, owner, r.Params.TaskID)
 			}
-			return s.cancel(ctx, owner, r.Params.TaskID)
+			return s.CancelTask(ctx, owner, r.Params.TaskID)
 		case MethodUpdate:
 			r, ok := req.(*mcp.ServerRequest[*UpdateParams])
 			if !ok {
 				break
 			}
-			if !declaresTasks(r.ClientCapabilities()) {
+			if r.Params == nil || !declaresTasks(r.ClientCapabilities()) { // see above
 				return nil, missingCapability()
 			}
-			if r.Params == nil || r.Params.TaskID == "" {
+			if r.Params.TaskID == "" {
 				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
 			}
-			return s.update(ctx, s.principal(ctx, r.GetExtra()), r.Params.TaskID, r.Params.InputResponses)
+			return s.UpdateTask(ctx, s.principal(ctx, r.GetExtra()), r.Params.TaskID, r.Params.InputResponses)
 		}
 		return next(ctx, method, req)
 	}
-}
-
-// get, cancel and update are the task operations both HTTP paths (the lean
-// path and the go-sdk middleware) call once the capability gate passed. An
-// id the server never issued (see ValidID) is unknown without a store call.
-// storeUnavailable is the answer to a request whose store work failed or
-// ran past Options.StoreTimeout. tasks/get, tasks/update and tasks/cancel
-// are safe to repeat. A task-creating tools/call that timed out may still
-// have created its task (Redis may apply the write after the answer left):
-// a retry then starts a second one.
-func storeUnavailable() error {
-	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
 }
 
 // await runs f and returns its outcome, or ctx's error as soon as ctx is
 // done even if f has not returned: a request's answer never waits past
 // its deadline on a store that does not honour it promptly. f keeps
 // running to its end in the background; an outcome it reaches after the
-// deadline is dropped (the client was told to retry, and every task
-// operation is safe to repeat).
+// deadline is dropped (see storeUnavailable).
 func await[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	type outcome struct {
 		v   T
@@ -451,83 +454,6 @@ func await[T any](ctx context.Context, f func(context.Context) (T, error)) (T, e
 		var zero T
 		return zero, ctx.Err()
 	}
-}
-
-func (s *Server) get(ctx context.Context, owner, id string) (mcp.Result, error) {
-	if !ValidID(id) {
-		return nil, errUnknownTask(id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
-	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
-	}
-	if err != nil {
-		s.log.Error("tasks/get failed", "task", id, "err", err)
-		return nil, storeUnavailable()
-	}
-	return NewDetailedTask(t), nil
-}
-
-func (s *Server) cancel(ctx context.Context, owner, id string) (mcp.Result, error) {
-	if !ValidID(id) {
-		return nil, errUnknownTask(id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	type cancelled struct {
-		st    Status
-		ended bool
-	}
-	c, err := await(ctx, func(ctx context.Context) (cancelled, error) {
-		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
-		return cancelled{st, ended}, err
-	})
-	st, ended := c.st, c.ended
-	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
-	}
-	if st != "" {
-		s.audit(ctx, AuditCancelRequested, owner, id, slog.String("status", string(st)))
-	}
-	if ended {
-		s.audit(ctx, AuditTerminal, owner, id, slog.String("status", string(st)))
-	}
-	if err != nil {
-		s.log.Error("tasks/cancel failed", "task", id, "err", err)
-		return nil, storeUnavailable()
-	}
-	return &Ack{ResultType: "complete"}, nil
-}
-
-func (s *Server) update(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
-	if !ValidID(id) {
-		return nil, errUnknownTask(id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	resumed, err := await(ctx, func(ctx context.Context) (bool, error) {
-		return s.store.Update(ctx, owner, id, responses, s.now())
-	})
-	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
-	}
-	if err == nil || resumed {
-		s.audit(ctx, AuditInputAnswered, owner, id, auditKeys(responses), slog.Bool("resumed", resumed))
-	}
-	if err != nil {
-		s.log.Error("tasks/update failed", "task", id, "err", err)
-		if !resumed {
-			return nil, storeUnavailable()
-		}
-	}
-	if resumed {
-		if err := s.enqueue(ctx, id, time.Time{}); err != nil {
-			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
-		}
-	}
-	return &Ack{ResultType: "complete"}, nil
 }
 
 // validateArgs applies defaults and validates raw arguments against the

@@ -1,4 +1,4 @@
-package tasks
+package endpoint
 
 import (
 	"bytes"
@@ -8,26 +8,29 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// maxHeaderCheckBody bounds how much of a tasks/* body is read to check
-// its routing header; larger bodies are left to the transport's own limit.
-const maxHeaderCheckBody = 1 << 20
+// maxPeek bounds how much of a body the tasks layer reads to check or
+// serve it; larger bodies are left to the go-sdk (and its own limit).
+const maxPeek = 1 << 20
 
-// CheckRoutingHeaders wraps the MCP endpoint so that tasks/get, tasks/update
-// and tasks/cancel requests carry an Mcp-Name header equal to
-// params.taskId, as the 2026-07-28 transport requires (the go-sdk checks
-// Mcp-Name only for its own methods). A mismatch answers HTTP 400 with
-// JSON-RPC error -32020. The body is read once and handed on unchanged.
-func CheckRoutingHeaders(next http.Handler) http.Handler {
+// checkRouting wraps the go-sdk handler so that tasks/get, tasks/update and
+// tasks/cancel requests carry an Mcp-Name header equal to params.taskId, as
+// the 2026-07-28 transport requires (the go-sdk checks Mcp-Name only for
+// its own methods). A mismatch answers HTTP 400 with JSON-RPC error -32020,
+// with the id the go-sdk would answer with; a body the go-sdk refuses (a
+// notification, an odd id, malformed JSON) is left to it. The body is read
+// once and handed on unchanged.
+func checkRouting(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
 		switch strings.TrimSpace(r.Header.Get("Mcp-Method")) {
-		case MethodGet, MethodUpdate, MethodCancel:
+		case tasks.MethodGet, tasks.MethodUpdate, tasks.MethodCancel:
 		default:
 			next.ServeHTTP(w, r)
 			return
@@ -37,7 +40,7 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			bodyError(w, err)
 			return
 		}
-		if len(body) > maxHeaderCheckBody {
+		if len(body) > maxPeek {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -54,15 +57,13 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Answer with the id the go-sdk would; leave the ids it refuses
-		// (and notifications) to it.
 		msgID, accepted := sdkID(top)
 		if !accepted {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if text := nameMismatch(r.Header, method, taskID); text != "" {
-			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
+			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: tasks.CodeHeaderMismatch, Message: text})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -70,7 +71,7 @@ func CheckRoutingHeaders(next http.Handler) http.Handler {
 }
 
 // bodyError answers a failed body read as the go-sdk does: 413 past the
-// body limit (an http.MaxBytesReader set by the endpoint), else 400.
+// body limit (the http.MaxBytesReader of the body-limit layer), else 400.
 func bodyError(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -80,10 +81,10 @@ func bodyError(w http.ResponseWriter, err error) {
 	http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
 }
 
-// peekBody reads the start of r's body (up to maxHeaderCheckBody+1 bytes)
-// and puts it back, so that the next handler reads the body unchanged.
+// peekBody reads the start of r's body (up to maxPeek+1 bytes) and puts it
+// back, so that the next handler reads the body unchanged.
 func peekBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHeaderCheckBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
 	r.Body = struct {
 		io.Reader
 		io.Closer

@@ -222,3 +222,87 @@ func TestLeanPathMatchesSDKRaw(t *testing.T) {
 		})
 	}
 }
+
+// rawMessage posts body with headers to url and returns the status and the
+// JSON-RPC message as sent: the body, or the data of an SSE stream's event.
+func rawMessage(t *testing.T, url string, body []byte, hdr http.Header) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header = hdr.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				return resp.StatusCode, data
+			}
+		}
+	}
+	return resp.StatusCode, string(raw)
+}
+
+// The lean path's answers are the go-sdk's byte for byte: encoded without
+// HTML escaping (an unknown taskId "a<b>&" is echoed as the go-sdk echoes
+// it), and with the id as the go-sdk re-encodes it (a string id written
+// with escapes). Before, the lean path wrote "a\u003cb\u003e\u0026" and
+// echoed "\u0041" where the go-sdk answers "A".
+func TestLeanPathBytesMatchSDK(t *testing.T) {
+	h := newHarness(t, "embedded", tasks.Options{}, registerJob)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	for _, c := range []struct{ name, id, taskID string }{
+		{"HTML characters in an error", `1`, `a<b>&`},
+		{"escaped string id", `"\u0041"`, `nope`},
+		{"HTML characters in a string id", `"<id>&"`, `nope`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tasks/get","params":{"taskId":"` + c.taskID + `",` + meta + `}}`)
+			hdr := http.Header{}
+			hdr.Set("Content-Type", "application/json")
+			hdr.Set("Accept", "application/json, text/event-stream")
+			hdr.Set("MCP-Protocol-Version", "2026-07-28")
+			hdr.Set("Mcp-Method", "tasks/get")
+			hdr.Set("Mcp-Name", c.taskID)
+			ls, lean := rawMessage(t, h.c.URL, body, hdr)
+			ss, sdk := rawMessage(t, h.sdk.URL, body, hdr)
+			if ls != ss || lean != sdk {
+				t.Errorf("lean path: HTTP %d %s\n go-sdk path: HTTP %d %s", ls, lean, ss, sdk)
+			}
+		})
+	}
+}
+
+// tasks/get, tasks/update and tasks/cancel without params, in the
+// pre-2026-07-28 protocol (which needs no _meta), are answered -32021 (no
+// capability declared) on both paths, and the server goes on serving.
+// Before, the go-sdk's ClientCapabilities dereferenced the nil params in
+// the tasks middleware: a panic in a go-sdk goroutine, which ended the
+// process (found by FuzzLeanPath).
+func TestTasksMethodWithoutParams(t *testing.T) {
+	h := newHarness(t, "embedded", tasks.Options{}, registerJob)
+	id := h.create(t, "job", map[string]any{"end": "sleep"})
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		for _, version := range []string{"2025-11-25", ""} {
+			for _, url := range []string{h.c.URL, h.sdk.URL} {
+				hdr := http.Header{}
+				hdr.Set("Content-Type", "application/json")
+				hdr.Set("Accept", "application/json, text/event-stream")
+				if version != "" {
+					hdr.Set("MCP-Protocol-Version", version)
+				}
+				hdr.Set("Mcp-Method", method)
+				hdr.Set("Mcp-Name", id)
+				got := rawExchange(t, url, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`), hdr)
+				if !strings.HasPrefix(got, "HTTP 200 id 1 error -32021 ") {
+					t.Errorf("%s without params (protocol %q) at %s: %s", method, version, url, got)
+				}
+			}
+		}
+	}
+	if tk := h.c.Get(t, id); tk.Status != "working" {
+		t.Errorf("after: %+v", tk)
+	}
+}

@@ -1,0 +1,176 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The task operations, transport-neutral. Both ways a request reaches the
+// server call them once the request is decoded and its capability gate has
+// passed (a client that does not declare the extension on the request gets
+// [MissingCapabilityError] first): the receiving middleware on the go-sdk
+// server, and the lean HTTP path of package endpoint. Each returns the
+// result to send (with resultType, without _meta: the transport adds
+// serverInfo) or a JSON-RPC error (*jsonrpc.Error) carrying the code the
+// transport maps to its HTTP status. An id the server never issued (see
+// [ValidID]) is unknown without a store call, and every store call is
+// bounded by Options.StoreTimeout.
+
+// GetTask answers tasks/get for the principal owner: a [*DetailedTask]
+// with the task's result, error or input requests inline, or -32602 for a
+// task that does not exist or that owner does not own (the two are
+// indistinguishable).
+func (s *Server) GetTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error("tasks/get failed", "task", id, "err", err)
+		return nil, storeUnavailable()
+	}
+	return NewDetailedTask(t), nil
+}
+
+// CancelTask answers tasks/cancel for owner: an [*Ack] once cancellation is
+// requested (a parked task becomes cancelled at once, a running one at its
+// next step boundary; a terminal task stays as it is), or -32602 as for
+// GetTask.
+func (s *Server) CancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	type cancelled struct {
+		st    Status
+		ended bool
+	}
+	c, err := await(ctx, func(ctx context.Context) (cancelled, error) {
+		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
+		return cancelled{st, ended}, err
+	})
+	st, ended := c.st, c.ended
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if st != "" {
+		s.audit(ctx, AuditCancelRequested, owner, id, slog.String("status", string(st)))
+	}
+	if ended {
+		s.audit(ctx, AuditTerminal, owner, id, slog.String("status", string(st)))
+	}
+	if err != nil {
+		s.log.Error("tasks/cancel failed", "task", id, "err", err)
+		return nil, storeUnavailable()
+	}
+	return &Ack{ResultType: "complete"}, nil
+}
+
+// UpdateTask answers tasks/update for owner: it delivers the responses
+// (keys the task does not wait for are ignored), enqueues the task when
+// they resume it, and returns an [*Ack]; or -32602 as for GetTask.
+func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	resumed, err := await(ctx, func(ctx context.Context) (bool, error) {
+		return s.store.Update(ctx, owner, id, responses, s.now())
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err == nil || resumed {
+		s.audit(ctx, AuditInputAnswered, owner, id, auditKeys(responses), slog.Bool("resumed", resumed))
+	}
+	if err != nil {
+		s.log.Error("tasks/update failed", "task", id, "err", err)
+		if !resumed {
+			return nil, storeUnavailable()
+		}
+	}
+	if resumed {
+		if err := s.enqueue(ctx, id, time.Time{}); err != nil {
+			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
+		}
+	}
+	return &Ack{ResultType: "complete"}, nil
+}
+
+// CreateTask answers a tools/call of the task tool named tool, from a
+// client that declared the extension, for owner: it validates args against
+// the tool's input schema (a failure is a tool error: a CallToolResult
+// with isError, resultType "complete"), persists the task durably (tasks/get
+// finds it from here on), enqueues it and returns its [*CreateTaskResult].
+// A tool registered with [GatherInputFirst] runs its input rounds over the
+// MCP request (MRTR) before the task exists, which only the go-sdk path
+// can do: CreateTask answers -32603 for it, as for an unknown tool.
+func (s *Server) CreateTask(ctx context.Context, owner, tool string, args json.RawMessage) (mcp.Result, error) {
+	t := s.tools[tool]
+	if t == nil || t.inputFirst {
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "CreateTask: " + tool + " is not a task tool created without input rounds"}
+	}
+	res, err := s.create(ctx, t, owner, args, nil)
+	return middlewareCallResult(res), err
+}
+
+// Principal returns the verified principal behind a request ("" when there
+// is none), as every task operation takes it: Options.Principal, or else
+// the UserID of extra.TokenInfo; under Options.Anonymous, a request without
+// one gets the shared anonymous principal.
+func (s *Server) Principal(ctx context.Context, extra *mcp.RequestExtra) string {
+	return s.principal(ctx, extra)
+}
+
+// MissingCapabilityError is the -32021 error of a tasks/* request, or a
+// tools/call of a Required task tool, whose _meta.clientCapabilities does
+// not declare the extension: its data names the capability
+// (requiredCapabilities.extensions[ExtensionID] = {}).
+func MissingCapabilityError() error { return missingCapability() }
+
+// ToolInfo describes a registered task tool.
+type ToolInfo struct {
+	// Support says whether the tool may or must run as a task.
+	Support Support
+	// GatherInputFirst: the tool was registered with [GatherInputFirst].
+	GatherInputFirst bool
+	// ParamHeaders: its input schema maps a property to an Mcp-Param
+	// header (x-mcp-header), which the go-sdk validates on tools/call.
+	ParamHeaders bool
+}
+
+// TaskTool describes the task tool registered under name; ok is false when
+// there is none (an ordinary tool, or no tool).
+func (s *Server) TaskTool(name string) (info ToolInfo, ok bool) {
+	t := s.tools[name]
+	if t == nil {
+		return ToolInfo{}, false
+	}
+	return ToolInfo{Support: t.support, GatherInputFirst: t.inputFirst, ParamHeaders: t.paramHeaders}, true
+}
+
+// Implementation returns the server's identity, which every result carries
+// in _meta["io.modelcontextprotocol/serverInfo"].
+func (s *Server) Implementation() *mcp.Implementation { return s.impl }
+
+// storeUnavailable is the answer to a request whose store work failed or
+// ran past Options.StoreTimeout. tasks/get, tasks/update and tasks/cancel
+// are safe to repeat. A task-creating tools/call that timed out may still
+// have created its task (Redis may apply the write after the answer left):
+// a retry then starts a second one.
+func storeUnavailable() error {
+	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
+}
