@@ -49,6 +49,7 @@ type Config struct {
 	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
 	AllowedOrigins []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
 	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
+	MaxLiveTasks   int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
 	StoreTimeout   time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout    time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
 	MaxRequests    int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
@@ -173,6 +174,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
 	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, 256)
+	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("MCPTASKS_MAX_LIVE_TASKS=%q: want a number of tasks (0: unlimited)", v))
+		}
+		c.MaxLiveTasks = n
+	}
 	dur("MCPTASKS_READ_TIMEOUT", &c.ReadTimeout, 30*time.Second)
 	dur("MCPTASKS_STORE_TIMEOUT", &c.StoreTimeout, 5*time.Second)
 	num("MCPTASKS_QSTASH_RETRIES", &c.QStash.Retries, 0)
@@ -475,6 +483,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		MaxDuration:        cfg.MaxDuration,
 		StepsPerInvocation: cfg.Steps,
 		StoreTimeout:       cfg.StoreTimeout,
+		MaxLiveTasks:       cfg.MaxLiveTasks,
 		StateSecret:        []byte(cfg.StateSecret),
 		Anonymous:          !cfg.AuthEnabled,
 	}

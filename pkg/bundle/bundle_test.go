@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -153,5 +154,26 @@ func TestLogLevel(t *testing.T) {
 	}
 	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_LOG_LEVEL": "verbose"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_LOG_LEVEL") {
 		t.Errorf("verbose: %v, want an error naming MCPTASKS_LOG_LEVEL", err)
+	}
+}
+
+// MCPTASKS_MAX_LIVE_TASKS reaches the tasks server; a bad value is refused.
+func TestMaxLiveTasks(t *testing.T) {
+	t.Parallel()
+	cfg, err := FromEnv(envOf(map[string]string{"MCPTASKS_MAX_LIVE_TASKS": "3"}))
+	if err != nil || cfg.MaxLiveTasks != 3 {
+		t.Fatalf("3: %v %v", cfg.MaxLiveTasks, err)
+	}
+	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if got := b.Tasks.Options().MaxLiveTasks; got != 3 {
+		t.Errorf("tasks server MaxLiveTasks = %d, want 3", got)
+	}
+	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_MAX_LIVE_TASKS": "-1"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_MAX_LIVE_TASKS") {
+		t.Errorf("-1: %v", err)
 	}
 }
