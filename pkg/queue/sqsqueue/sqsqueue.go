@@ -65,8 +65,11 @@ type Options struct {
 	// refuse per message: a message due later is sent at once, a worker that
 	// finds the task still asleep enqueues it again under the same
 	// deduplication id (which SQS drops for five minutes), and the sweeper
-	// wakes the task when it is due. Standard queues get neither id: SQS
-	// rejects a deduplication id there, and duplicates are harmless.
+	// wakes the task when it is due. So on a FIFO queue every sleep and
+	// every retry backoff ends only when the sweeper next runs after it is
+	// due (up to the sweep schedule plus the enqueue grace late): prefer a
+	// standard queue. Standard queues get neither id: SQS rejects a
+	// deduplication id there, and duplicates are harmless.
 	FIFO bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
