@@ -114,7 +114,7 @@ func ownVersion() (version, checkout string) {
 		if tagged.MatchString(v) {
 			return v, ""
 		}
-		if released.MatchString(v) {
+		if scaffold.IsVersion(v) {
 			version = v // a pseudo-version: used when no checkout is found
 		}
 	}
@@ -135,12 +135,9 @@ func ownVersion() (version, checkout string) {
 	return version, ""
 }
 
-// tagged matches a released version; released also a pseudo-version (but
-// no +dirty build), which a module can require if its commit was pushed.
-var (
-	tagged   = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
-	released = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
-)
+// tagged matches a released version; scaffold.IsVersion also accepts a
+// pseudo-version, which a module can require if its commit was pushed.
+var tagged = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
 
 // isCheckout reports whether dir holds mcptasks' go.mod.
 func isCheckout(dir string) bool {

@@ -47,6 +47,10 @@ var (
 	goRE      = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 )
 
+// IsVersion reports whether v is a version a module can require: a
+// semantic version tag or a pseudo-version (no +build suffix).
+func IsVersion(v string) bool { return versionRE.MatchString(v) }
+
 // ErrExists is returned (wrapped, naming the files) when a file to be
 // written already exists; nothing is written then.
 var ErrExists = errors.New("file exists")
@@ -64,7 +68,7 @@ func Write(o Options) ([]string, error) {
 		return nil, fmt.Errorf("module path %q is not valid (want something like example.com/transcode)", o.Module)
 	case !nameRE.MatchString(o.Name):
 		return nil, fmt.Errorf("name %q is not valid: lower-case letters, digits, - and _, starting with a letter", o.Name)
-	case !versionRE.MatchString(o.Version):
+	case !IsVersion(o.Version):
 		return nil, fmt.Errorf("mcptasks version %q is not a semantic version such as v0.2.0", o.Version)
 	case !goRE.MatchString(o.GoVersion):
 		return nil, fmt.Errorf("go version %q must have a patch version, such as 1.26.0", o.GoVersion)

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -319,15 +318,22 @@ const (
 	redisKeepAlive = 10 * time.Second
 )
 
-// redisOptions returns the rueidis options for cfg's REDIS_URL: client-side
-// caching off (task state must never be served stale, and Upstash,
-// ElastiCache and miniredis refuse CLIENT TRACKING), and the timeouts above
-// unless the URL sets its own (dial_timeout, write_timeout).
+// redisOptions returns the rueidis options for cfg's REDIS_URL, with
+// clientDefaults applied.
 func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {
 		return opt, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	return clientDefaults(opt), nil
+}
+
+// clientDefaults applies what every Redis client of a bundle needs:
+// client-side caching off (task state must never be served stale, and
+// Upstash, ElastiCache and miniredis refuse CLIENT TRACKING), and the
+// timeouts above unless opt sets its own (a REDIS_URL's dial_timeout,
+// write_timeout).
+func clientDefaults(opt rueidis.ClientOption) rueidis.ClientOption {
 	opt.DisableCache = true
 	if opt.Dialer.Timeout == 0 {
 		opt.Dialer.Timeout = redisDialTimeout
@@ -338,7 +344,7 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 	if opt.ConnWriteTimeout == 0 {
 		opt.ConnWriteTimeout = redisWriteTimeout
 	}
-	return opt, nil
+	return opt
 }
 
 // Select returns the app called name among apps: the only one, or the
@@ -418,13 +424,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
 		}
 		b.embedded = m
-		opt = rueidis.ClientOption{
-			InitAddress:       []string{m.Addr()},
-			ForceSingleClient: true,
-			DisableCache:      true,
-			ConnWriteTimeout:  redisWriteTimeout,
-			Dialer:            net.Dialer{KeepAlive: redisKeepAlive},
-		}
+		opt = clientDefaults(rueidis.ClientOption{InitAddress: []string{m.Addr()}, ForceSingleClient: true})
 		log.Info("no REDIS_URL set: using an embedded in-process Redis; tasks do not survive a restart")
 	} else {
 		var err error
