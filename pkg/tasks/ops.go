@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,7 +102,7 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 		}
 	}
 	if resumed {
-		if err := s.enqueue(ctx, id, time.Time{}); err != nil {
+		if err := s.enqueueNow(ctx, id); err != nil {
 			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
 		}
 	}

@@ -365,10 +365,17 @@ func (s *Server) enqueue(ctx context.Context, id string, at time.Time) error {
 			at = limit
 		}
 	}
-	if _, err := await(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.queue.Enqueue(ctx, id, at) }); err != nil {
+	if err := s.queue.Enqueue(ctx, id, at); err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)
 	}
 	return nil
+}
+
+// enqueueNow is enqueue on a request's path: its answer does not wait past
+// ctx's deadline (see await). Workers and the sweeper call enqueue.
+func (s *Server) enqueueNow(ctx context.Context, id string) error {
+	_, err := await(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.enqueue(ctx, id, time.Time{}) })
+	return err
 }
 
 // middleware answers tools/call for task tools with a task and serves the
@@ -530,7 +537,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		return nil, storeUnavailable()
 	}
 	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
-	if err := s.enqueue(ctx, task.ID, time.Time{}); err != nil {
+	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}
 	return NewCreateTaskResult(task), nil
