@@ -8,6 +8,7 @@
 //	mcptasks call TOOL key=value ...                     call a tool, following its task
 //	mcptasks task get|watch|cancel|answer TASKID         one task
 //	mcptasks tools                                       list the tools
+//	mcptasks inspect TASKID [--json]                     a task's timeline, from REDIS_URL
 //	mcptasks init DIR --module PATH [--name NAME]        scaffold a module of your own tools
 //
 // serve, worker and token are pkg/platform/local's command line, the same
@@ -21,5 +22,5 @@ import (
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: apps.All(), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: apps.All(), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
 }

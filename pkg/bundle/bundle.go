@@ -318,6 +318,12 @@ const (
 	redisKeepAlive = 10 * time.Second
 )
 
+// RedisOptions returns the rueidis options a bundle connects to
+// redisURL (a REDIS_URL) with: client-side caching off and the bundle's
+// dial, keep-alive and write timeouts unless the URL sets its own. Tools
+// that read a deployment's store, such as mcptasks inspect, use it too.
+func RedisOptions(redisURL string) (rueidis.ClientOption, error) { return redisOptions(redisURL) }
+
 // redisOptions returns the rueidis options for cfg's REDIS_URL, with
 // clientDefaults applied.
 func redisOptions(redisURL string) (rueidis.ClientOption, error) {

@@ -143,11 +143,14 @@ func (r *run) event(name string, kind EntryKind) (*Entry, bool) {
 }
 
 func (r *run) appendEntry(e Entry) {
-	r.journal = append(r.journal, e)
-	r.cursor++
 	if r.mode == modeDurable {
+		if e.At.IsZero() {
+			e.At = r.now()
+		}
 		r.pending = append(r.pending, e)
 	}
+	r.journal = append(r.journal, e)
+	r.cursor++
 }
 
 func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {

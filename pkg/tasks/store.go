@@ -119,6 +119,11 @@ const (
 	// KindWoke records that the sleep Name was cut short by an answer to an
 	// offer. A sleep that ran its course leaves no entry.
 	KindWoke EntryKind = "woke"
+	// KindAttempt records a failed attempt of the Do step Name that is
+	// retried: Err is its error, Attempt its number, Took how long it ran
+	// and Until when the retry is due. It is history for operators
+	// (mcptasks inspect): replay skips it.
+	KindAttempt EntryKind = "attempt"
 )
 
 // Entry is one journaled step. Entries are append-only and ordered; replay
@@ -137,6 +142,35 @@ type Entry struct {
 	// as soon as one of them is answered.
 	Keys []string `json:"ks,omitempty"`
 	Any  bool     `json:"any,omitempty"`
+
+	// At is when a worker journaled the entry (zero for entries gathered
+	// before the task existed, and in journals older than this field).
+	At time.Time `json:"t,omitzero"`
+	// Attempt is the attempt of a Do step that produced the entry (KindDo,
+	// KindAttempt), counted from 1; zero when unknown.
+	Attempt int `json:"a,omitempty"`
+	// Took is how long that attempt ran.
+	Took time.Duration `json:"d,omitempty"`
+}
+
+// replayable returns the entries of journal that replay matches steps
+// against: all but the history entries (KindAttempt). It returns journal
+// itself when it has none.
+func replayable(journal []Entry) []Entry {
+	i := 0
+	for i < len(journal) && journal[i].Kind != KindAttempt {
+		i++
+	}
+	if i == len(journal) {
+		return journal
+	}
+	out := append(make([]Entry, 0, len(journal)), journal[:i]...)
+	for _, e := range journal[i:] {
+		if e.Kind != KindAttempt {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Claim is a worker's exclusive, fenced hold on a task.

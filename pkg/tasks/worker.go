@@ -86,7 +86,7 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 	}
 	t := s.tools[c.Task.Tool]
 	r := &run{
-		ctx: rctx, mode: modeDurable, taskID: id, journal: c.Journal, responses: c.Responses,
+		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
 		log: s.log, tool: c.Task.Tool,
 	}
@@ -248,23 +248,28 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: msg}
 	}
+	start := w.s.now()
 	v, err, cancelled := w.runStep(r, name, o, fn)
+	end := w.s.now()
 	if cancelled {
 		panic(suspend{kind: suspendCancelled})
 	}
 	if err == nil {
-		r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
+		r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v, At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return v, nil
 	}
 	var perm *permanentError
 	if errors.As(err, &perm) || att >= o.attempts {
-		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error()})
+		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: err.Error()}
 	}
 	w.log.Info("step attempt failed; will retry", "task", r.taskID, "step", name, "attempt", att, "err", err)
-	panic(suspend{kind: suspendWake, at: w.s.now().Add(o.backoff(att))})
+	retry := end.Add(o.backoff(att)).Truncate(time.Millisecond) // as the store keeps it
+	// History only (replay skips it): written with the release below.
+	r.pending = append(r.pending, Entry{Name: name, Kind: KindAttempt, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start), Until: retry})
+	panic(suspend{kind: suspendWake, at: retry})
 }
 
 // runStep runs one attempt of a step with its deadline, watching for

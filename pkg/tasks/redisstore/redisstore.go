@@ -755,3 +755,99 @@ func boolArg(b bool) string {
 	}
 	return "0"
 }
+
+// Record is everything the store holds of one task, for an operator with
+// access to Redis (mcptasks inspect). It is never served to clients: it
+// holds the principal's arguments, answers and results.
+type Record struct {
+	// Task is the task record, as Peek returns it.
+	Task *tasks.Task
+	// Journal is the task's journal, history entries (tasks.KindAttempt)
+	// included.
+	Journal []tasks.Entry
+	// Responses are the input responses received (key -> response).
+	Responses map[string]json.RawMessage
+	// AnsweredAt is when each answered input key was answered.
+	AnsweredAt map[string]time.Time
+	// Waiting holds the input requests a parked task waits for, Offers
+	// its outstanding offers (key -> request).
+	Waiting, Offers map[string]json.RawMessage
+	// CancelRequestedAt is when tasks/cancel first reached the live task
+	// (zero: never).
+	CancelRequestedAt time.Time
+	// Attempts is how many times the next unjournaled step was claimed.
+	Attempts int
+	// Claims is the fencing generation: how many times a worker took a
+	// lease on the task.
+	Claims int64
+}
+
+// Inspect returns the whole Record of the task id, whoever owns it, or
+// tasks.ErrNotFound. Its reads are one pipelined round trip, not one
+// atomic snapshot: a task that moves meanwhile may show a journal a step
+// ahead of its record.
+func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
+	if !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
+	t, p, j, r := s.keys(id)
+	res := s.c.DoMulti(ctx,
+		s.c.B().Hgetall().Key(t).Build(),
+		s.c.B().Hgetall().Key(p).Build(),
+		s.c.B().Hgetall().Key(s.offersKey(id)).Build(),
+		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
+		s.c.B().Hgetall().Key(r).Build())
+	var maps [5]map[string]string
+	for i, k := range []int{0, 1, 2, 4} {
+		m, err := res[k].AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
+		}
+		maps[i] = m
+	}
+	h, pending, offers, resp := maps[0], maps[1], maps[2], maps[3]
+	if len(h) == 0 {
+		return nil, tasks.ErrNotFound
+	}
+	task, err := decodeTask(id, h, pending, offers)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := res[3].AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: inspect %s journal: %w", id, err)
+	}
+	rec := &Record{Task: task, Journal: make([]tasks.Entry, len(raw)),
+		Responses: rawMap(resp), Waiting: rawMap(pending), Offers: rawMap(offers),
+		AnsweredAt: map[string]time.Time{}}
+	for i, e := range raw {
+		if err := json.Unmarshal([]byte(e), &rec.Journal[i]); err != nil {
+			return nil, fmt.Errorf("redisstore: inspect %s: journal entry %d: %w", id, i, err)
+		}
+	}
+	msTime := func(v string) time.Time {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if n == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(n).UTC()
+	}
+	for k, v := range h {
+		if key, ok := strings.CutPrefix(k, "answered:"); ok {
+			rec.AnsweredAt[key] = msTime(v)
+		}
+	}
+	rec.CancelRequestedAt = msTime(h["cancelat"])
+	att, _ := strconv.Atoi(h["att"])
+	rec.Attempts = att
+	rec.Claims, _ = strconv.ParseInt(h["gen"], 10, 64)
+	return rec, nil
+}
+
+func rawMap(m map[string]string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = json.RawMessage(v)
+	}
+	return out
+}

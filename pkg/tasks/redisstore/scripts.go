@@ -31,7 +31,9 @@ func newScript(src string, retryable bool) script {
 // Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
 //
 // Task hash fields: owner tool args status msg created updated exp ttl poll
-// result error any cancel lease gen wake att.
+// result error any cancel lease gen wake att; history for operators
+// (Store.Inspect), never read by a transition: cancelat (first tasks/cancel
+// of a live task) and answered:<key> (when the input key was answered).
 
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
@@ -130,9 +132,11 @@ local nb, no = 0, 0
 for i = 4, #ARGV, 2 do
   if parked and redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
+    redis.call('HSET', KEYS[1], 'answered:'..ARGV[i], ARGV[2])
     nb = nb + 1
   elseif redis.call('HDEL', KEYS[4], ARGV[i]) == 1 then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
+    redis.call('HSET', KEYS[1], 'answered:'..ARGV[i], ARGV[2])
     no = no + 1
   end
 end
@@ -158,6 +162,7 @@ var cancelScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
 if terminal(h[2]) then return {h[2], 0} end
+redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], 'cancel', '1')
   return {h[2], 0}

@@ -1,0 +1,403 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/platform/local"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
+	"github.com/redis/rueidis"
+)
+
+// Inspect is the inspect command (cmd/mcptasks lists it with the others).
+var Inspect = command("inspect", "a task's record and journal as a timeline, read from Redis: inspect TASKID [--json]", (*env).inspect)
+
+// Environment variables read by inspect, as the bundle reads them.
+const (
+	EnvRedisURL  = "REDIS_URL"
+	EnvKeyPrefix = "MCPTASKS_KEY_PREFIX"
+)
+
+const inspectUsage = `
+Usage: mcptasks inspect TASKID [--json] [--timeout 10s]
+
+Reads one task straight from the Redis the deployment uses (REDIS_URL, and
+MCPTASKS_KEY_PREFIX when it sets one) and prints its record and its history
+as a timeline: each step with its attempts, durations and errors, sleeps with
+their wake times, input requests and when they were answered, offers,
+cancellation requests, and the outcome (or, for a live task, what it waits
+for now). --json prints the same as one JSON object, for scripts.
+
+It is an operator's tool: it shows any principal's task, arguments, answers
+and result to whoever can read the Redis, and has no MCP counterpart.
+Exit status: 0 shown, 1 no such task (never created, expired, or under
+another key prefix) or Redis unreachable, 2 bad command line.`
+
+func (e *env) inspect(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("mcptasks inspect", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the record and timeline as one JSON object")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up on Redis after this long")
+	pos, err := e.parse(fs, inspectUsage, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return local.Usagef("inspect needs a TASKID")
+	case len(pos) > 1:
+		return unexpected("inspect", pos[1])
+	case *timeout <= 0:
+		return local.Usagef("inspect: --timeout must be positive")
+	}
+	id := pos[0]
+	url := e.getenv(EnvRedisURL)
+	if url == "" {
+		return errors.New("inspect reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (the embedded Redis of `mcptasks serve` lives inside that process)")
+	}
+	prefix := e.getenv(EnvKeyPrefix)
+	if prefix == "" {
+		prefix = "mcptasks:"
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	rec, err := readRecord(ctx, url, prefix, id)
+	switch {
+	case errors.Is(err, tasks.ErrNotFound):
+		return fmt.Errorf("inspect: no task %q under key prefix %q (never created, expired, or another MCPTASKS_KEY_PREFIX)", id, prefix)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("inspect: Redis did not answer within %s: %w", *timeout, err)
+	case err != nil:
+		return fmt.Errorf("inspect: %w", err)
+	}
+	in := newInspection(rec)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	in.render(e.stdout)
+	return nil
+}
+
+// readRecord reads the task id with a Redis client of its own, within
+// ctx's deadline (the dial included).
+func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record, error) {
+	opt, err := bundle.RedisOptions(url)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		opt.Dialer.Timeout = min(opt.Dialer.Timeout, time.Until(d))
+	}
+	type dialed struct {
+		c   rueidis.Client
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := rueidis.NewClient(opt)
+		ch <- dialed{c, err}
+	}()
+	var c rueidis.Client
+	select {
+	case d := <-ch:
+		if d.err != nil {
+			return nil, fmt.Errorf("connecting to Redis: %w", d.err)
+		}
+		c = d.c
+	case <-ctx.Done():
+		go func() {
+			if d := <-ch; d.c != nil {
+				d.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("connecting to Redis: %w", ctx.Err())
+	}
+	defer c.Close()
+	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
+}
+
+// inspection is what inspect prints: the task's record and its timeline.
+type inspection struct {
+	TaskID            string                     `json:"taskId"`
+	Tool              string                     `json:"tool"`
+	Owner             string                     `json:"owner"`
+	Status            tasks.Status               `json:"status"`
+	StatusMessage     string                     `json:"statusMessage,omitempty"`
+	CreatedAt         time.Time                  `json:"createdAt"`
+	UpdatedAt         time.Time                  `json:"lastUpdatedAt"`
+	ExpiresAt         time.Time                  `json:"expiresAt"`
+	Arguments         json.RawMessage            `json:"arguments,omitempty"`
+	Result            json.RawMessage            `json:"result,omitempty"`
+	Error             *tasks.ErrorObject         `json:"error,omitempty"`
+	InputRequests     map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	WakeAt            time.Time                  `json:"wakeAt,omitzero"`
+	LeaseUntil        time.Time                  `json:"leaseUntil,omitzero"`
+	CancelRequestedAt time.Time                  `json:"cancelRequestedAt,omitzero"`
+	// Attempts is the attempt counter of the next step (live tasks).
+	Attempts int `json:"attempts,omitempty"`
+	// Claims is how many times a worker took the task.
+	Claims   int64   `json:"claims"`
+	Timeline []event `json:"timeline"`
+}
+
+// event is one line of the timeline.
+type event struct {
+	At time.Time `json:"at,omitzero"`
+	// Event is created, step, attempt_failed, sleep, woke, input,
+	// answered, offer, withdrawn, checked, cancel_requested, or the
+	// terminal status.
+	Event      string          `json:"event"`
+	Name       string          `json:"name,omitempty"`
+	Attempt    int             `json:"attempt,omitempty"`
+	DurationMs int64           `json:"durationMs,omitempty"`
+	Until      time.Time       `json:"until,omitzero"`
+	Keys       []string        `json:"keys,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Value      json.RawMessage `json:"value,omitempty"`
+}
+
+func newInspection(rec *redisstore.Record) *inspection {
+	t := rec.Task
+	in := &inspection{
+		TaskID: t.ID, Tool: t.Tool, Owner: t.Owner, Status: t.Status, StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt(),
+		Arguments: t.Args, Result: t.Result, Error: t.Error, InputRequests: t.InputRequests,
+		WakeAt: t.WakeAt, LeaseUntil: t.LeaseUntil, CancelRequestedAt: rec.CancelRequestedAt,
+		Claims: rec.Claims,
+	}
+	if !t.Status.Terminal() {
+		in.Attempts = rec.Attempts
+	}
+	in.Timeline = timeline(rec)
+	return in
+}
+
+// timeline orders the task's history by time: its creation, the journal
+// (entries written before this history was recorded take the time of the
+// one before), the answers to its input requests, a cancellation request
+// and the outcome.
+func timeline(rec *redisstore.Record) []event {
+	t := rec.Task
+	evs := []event{{At: t.CreatedAt, Event: "created"}}
+	for _, e := range rec.Journal {
+		ev := event{At: e.At, Name: e.Name, Attempt: e.Attempt, DurationMs: e.Took.Milliseconds(), Error: e.Err}
+		switch e.Kind {
+		case tasks.KindDo:
+			ev.Event, ev.Value = "step", e.Value
+		case tasks.KindAttempt:
+			ev.Event, ev.Until = "attempt_failed", e.Until
+		case tasks.KindSleep:
+			ev.Event, ev.Until = "sleep", e.Until
+		case tasks.KindWoke:
+			ev.Event = "woke"
+		case tasks.KindInput:
+			ev.Event, ev.Until, ev.Keys = "input", e.Until, e.Keys
+		case tasks.KindOffer:
+			ev.Event = "offer"
+		case tasks.KindWithdraw:
+			ev.Event = "withdrawn"
+		case tasks.KindCheck:
+			ev.Event = "checked"
+		default:
+			ev.Event = string(e.Kind)
+		}
+		evs = append(evs, ev)
+	}
+	for prev, i := t.CreatedAt, 0; i < len(evs); i++ {
+		if evs[i].At.IsZero() {
+			evs[i].At = prev
+		}
+		prev = evs[i].At
+	}
+	keys := make([]string, 0, len(rec.AnsweredAt))
+	for k := range rec.AnsweredAt {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		evs = append(evs, event{At: rec.AnsweredAt[k], Event: "answered", Name: k})
+	}
+	if !rec.CancelRequestedAt.IsZero() {
+		evs = append(evs, event{At: rec.CancelRequestedAt, Event: "cancel_requested"})
+	}
+	if t.Status.Terminal() {
+		end := event{At: t.UpdatedAt, Event: string(t.Status)}
+		if t.Error != nil {
+			end.Error = t.Error.Message
+		}
+		end.Value = t.Result
+		evs = append(evs, end)
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return a.At.Compare(b.At) })
+	return evs
+}
+
+const (
+	stampLayout = "2006-01-02 15:04:05.000 MST"
+	clockLayout = "15:04:05.000"
+)
+
+// render prints in as text.
+func (in *inspection) render(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "task\t%s\n", in.TaskID)
+	fmt.Fprintf(tw, "tool\t%s\n", in.Tool)
+	fmt.Fprintf(tw, "owner\t%s\n", in.Owner)
+	status := string(in.Status)
+	if in.StatusMessage != "" {
+		status += ": " + in.StatusMessage
+	}
+	fmt.Fprintf(tw, "status\t%s (since %s)\n", status, in.UpdatedAt.Format(stampLayout))
+	fmt.Fprintf(tw, "created\t%s, expires %s\n", in.CreatedAt.Format(stampLayout), in.ExpiresAt.Format(stampLayout))
+	if len(in.Arguments) > 0 {
+		fmt.Fprintf(tw, "arguments\t%s\n", clip(string(in.Arguments), 100))
+	}
+	fmt.Fprintf(tw, "claims\t%d\n", in.Claims)
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "\ntimeline")
+	var b strings.Builder
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, ev := range in.Timeline {
+		fmt.Fprintf(tw, "  %s\t+%s\t%s\t%s\n", ev.At.Format(clockLayout), ev.At.Sub(in.CreatedAt), in.what(ev), in.detail(ev))
+	}
+	_ = tw.Flush()
+	for line := range strings.Lines(b.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+	if now := in.waiting(); now != "" {
+		fmt.Fprintf(w, "\nnow: %s\n", now)
+	}
+}
+
+// what names an event in the timeline.
+func (in *inspection) what(ev event) string {
+	switch ev.Event {
+	case "step", "attempt_failed":
+		return "step " + ev.Name
+	case "answered":
+		return "  answered " + ev.Name
+	case "woke":
+		return "sleep " + ev.Name
+	case "cancel_requested":
+		return "cancel requested"
+	case "created", "completed", "failed", "cancelled":
+		return ev.Event
+	}
+	return ev.Event + " " + ev.Name
+}
+
+// detail describes an event in the timeline.
+func (in *inspection) detail(ev event) string {
+	took := time.Duration(ev.DurationMs) * time.Millisecond
+	switch ev.Event {
+	case "created":
+		return clip(string(in.Arguments), 60)
+	case "step":
+		attempt := ""
+		if ev.Attempt > 0 {
+			attempt = fmt.Sprintf(", attempt %d", ev.Attempt)
+		}
+		if ev.Error != "" {
+			return fmt.Sprintf("failed after %s%s: %s", took, attempt, ev.Error)
+		}
+		return fmt.Sprintf("done in %s%s: %s", took, attempt, clip(string(ev.Value), 50))
+	case "attempt_failed":
+		return fmt.Sprintf("attempt %d failed after %s: %s; retry at %s", ev.Attempt, took, ev.Error, ev.Until.Format(clockLayout))
+	case "sleep":
+		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At))
+	case "woke":
+		return "cut short by an answer to an offer"
+	case "input":
+		s := "asked for " + strings.Join(ev.Keys, ", ")
+		if !ev.Until.IsZero() {
+			s += ", deadline " + ev.Until.Format(clockLayout)
+		}
+		return s
+	case "checked":
+		return "found the answer " + clip(string(ev.Value), 50)
+	case "completed":
+		return "result: " + resultText(ev.Value)
+	case "failed":
+		return "error: " + ev.Error
+	}
+	return ""
+}
+
+// waiting says what a live task waits for now ("" for an ended one).
+func (in *inspection) waiting() string {
+	if in.Status.Terminal() {
+		return ""
+	}
+	var parts []string
+	if !in.LeaseUntil.IsZero() && in.LeaseUntil.After(in.UpdatedAt) {
+		parts = append(parts, "a worker holds it until "+in.LeaseUntil.Format(stampLayout))
+	}
+	if len(in.InputRequests) > 0 {
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range in.InputRequests {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		parts = append(parts, "waits for input "+strings.Join(keys, ", "))
+	}
+	if !in.WakeAt.IsZero() {
+		parts = append(parts, "due at "+in.WakeAt.Format(stampLayout))
+	}
+	if in.Attempts > 0 {
+		parts = append(parts, fmt.Sprintf("its next step has been claimed %d time(s)", in.Attempts))
+	}
+	if len(parts) == 0 {
+		return string(in.Status)
+	}
+	return string(in.Status) + ": " + strings.Join(parts, "; ")
+}
+
+// resultText is a CallToolResult's text content, or else its JSON, clipped.
+func resultText(raw json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(raw, &r) == nil {
+		var texts []string
+		for _, c := range r.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			}
+		}
+		if len(texts) > 0 {
+			s := clip(strings.Join(texts, " "), 60)
+			if r.IsError {
+				s += " (isError)"
+			}
+			return s
+		}
+	}
+	return clip(string(raw), 60)
+}
+
+// clip shortens s to n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/rueidis"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/inspect.* and the README's inspect excerpt from this run")
+
+// fakeClock is the engine's clock in the inspect fixture: every time the
+// store records comes from it, so the timeline is the same on every run.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// nopQueue drops messages: the fixture calls Advance itself.
+type nopQueue struct{}
+
+func (nopQueue) Enqueue(context.Context, string, time.Time) error { return nil }
+func (nopQueue) MaxDelay() time.Duration                          { return 0 }
+
+// inspectFixture runs a send_report task on a real redis-server, with the
+// engine on a fake clock, through every kind of history inspect shows
+// (a step that fails and is retried, a sleep, an input round, a final
+// step, completion), and returns the Redis URL, key prefix and task id,
+// and what the output must be normalised by: the retry's time has ±20%
+// jitter, which the fixture checks and then replaces by its nominal value.
+func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string) string) {
+	url = testredis.Start(t)
+	opt, err := bundle.RedisOptions(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	prefix = "inspect-" + tasks.NewID()[:8] + ":"
+	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
+
+	// Redis expires keys by its own clock: the fake one starts today (at
+	// 09:30 UTC), and the output's dates are normalised to the fixture's.
+	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(9*time.Hour + 30*time.Minute)
+	clk := &fakeClock{t: t0}
+	srv := tasks.New(&mcp.Implementation{Name: "fixture", Version: "1"}, nil, store, nopQueue{},
+		&tasks.Options{Now: clk.now, TTL: 24 * time.Hour})
+	type args struct {
+		To string `json:"to"`
+	}
+	type confirm struct {
+		Send bool `json:"send"`
+	}
+	var failed atomic.Bool
+	tasks.AddTool(srv, &mcp.Tool{Name: "send_report"}, tasks.Required,
+		func(ctx context.Context, s *tasks.Step, in args) (*mcp.CallToolResult, error) {
+			rows, err := tasks.Do(s, "fetch", func(context.Context) (int, error) {
+				clk.add(40 * time.Millisecond)
+				if failed.CompareAndSwap(false, true) {
+					return 0, errors.New("upstream answered 503")
+				}
+				return 3, nil
+			}, tasks.Backoff(time.Second, time.Second))
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Sleep("cool-off", 5*time.Second); err != nil {
+				return nil, err
+			}
+			ok, err := tasks.Elicit[confirm](s, "confirm", "Send the report to "+in.To+"?")
+			if err != nil || !ok.Accepted() || !ok.Content.Send {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not sent"}}}, err
+			}
+			sent, err := tasks.Do(s, "send", func(context.Context) (string, error) {
+				clk.add(15 * time.Millisecond)
+				return "msg-42", nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("sent %d rows to %s as %s", rows, in.To, sent)}}}, nil
+		})
+
+	ctx := t.Context()
+	const owner = "https://issuer.example|alice"
+	res, err := srv.CreateTask(ctx, owner, "send_report", json.RawMessage(`{"to":"ada@example.com"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = res.(*tasks.CreateTaskResult).TaskID
+	advance := func(at time.Duration, want tasks.Status) {
+		t.Helper()
+		clk.set(t0.Add(at))
+		r, err := srv.Advance(ctx, id)
+		if err != nil || r.Status != want || r.Skipped {
+			t.Fatalf("Advance at +%s: %+v, %v; want %s", at, r, err, want)
+		}
+	}
+	advance(100*time.Millisecond, tasks.StatusWorking) // fetch fails, retry in ~1s
+	tk, err := store.Peek(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedAt := t0.Add(140 * time.Millisecond)
+	if d := tk.WakeAt.Sub(failedAt); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		t.Fatalf("retry due %s after the failure, want 1s±20%%", d)
+	}
+	retryAt, nominal := tk.WakeAt, failedAt.Add(time.Second)
+	advance(1500*time.Millisecond, tasks.StatusWorking)       // fetch succeeds, sleep 5s
+	advance(6600*time.Millisecond, tasks.StatusInputRequired) // asks to confirm
+	clk.set(t0.Add(9 * time.Second))
+	if _, err := srv.UpdateTask(ctx, owner, id, map[string]json.RawMessage{
+		"confirm": json.RawMessage(`{"action":"accept","content":{"send":true}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	advance(9200*time.Millisecond, tasks.StatusCompleted) // send, done
+
+	const fixedID = "Qm9vay1rZWVwaW5nIGlkIQ"
+	normalise = func(s string) string {
+		s = strings.ReplaceAll(s, id, fixedID)
+		for d, fixed := range map[time.Time]string{t0: "2026-07-28", t0.Add(24 * time.Hour): "2026-07-29"} {
+			s = strings.ReplaceAll(s, d.Format(time.DateOnly), fixed)
+		}
+		s = strings.ReplaceAll(s, retryAt.Format(clockLayout), nominal.Format(clockLayout))
+		return strings.ReplaceAll(s, retryAt.Format(time.RFC3339Nano), nominal.Format(time.RFC3339Nano))
+	}
+	return url, prefix, id, normalise
+}
+
+// inspectRun runs inspect with REDIS_URL and MCPTASKS_KEY_PREFIX set.
+func inspectRun(ctx context.Context, url, prefix string, args ...string) *run {
+	r := newRun("", nil)
+	r.e.getenv = func(k string) string {
+		switch k {
+		case EnvRedisURL:
+			return url
+		case EnvKeyPrefix:
+			return prefix
+		}
+		return ""
+	}
+	return r.exec(ctx, append([]string{"inspect"}, args...)...)
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := "testdata/" + name
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestInspect -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -run TestInspect -update rewrites it):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// The README's inspect excerpt sits between these markers, in a text block.
+const (
+	readmeInspectStart = "<!-- inspect excerpt: internal/cli/testdata/inspect.txt -->\n```text\n"
+	readmeInspectEnd   = "```\n<!-- end of inspect excerpt -->"
+)
+
+// mcptasks inspect on a task that retried a failing step, slept, waited
+// for input and completed: the timeline (text and JSON) is the golden
+// one, and README.md shows the text verbatim.
+func TestInspect(t *testing.T) {
+	url, prefix, id, normalise := inspectFixture(t)
+	ctx := t.Context()
+
+	r := inspectRun(ctx, url, prefix, id)
+	check(t, r, 0)
+	text := normalise(r.out.String())
+	golden(t, "inspect.txt", text)
+
+	r = inspectRun(ctx, url, prefix, "--json", id)
+	check(t, r, 0)
+	var in inspection
+	if err := json.Unmarshal([]byte(r.out.String()), &in); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, r.out)
+	}
+	var kinds []string
+	for _, ev := range in.Timeline {
+		kinds = append(kinds, ev.Event+" "+ev.Name)
+	}
+	want := "created |attempt_failed fetch|step fetch|sleep cool-off|input confirm|answered confirm|step send|completed "
+	if got := strings.Join(kinds, "|"); got != want {
+		t.Errorf("timeline events\n got %s\nwant %s", got, want)
+	}
+	if in.Status != tasks.StatusCompleted || in.Timeline[1].Error != "upstream answered 503" ||
+		in.Timeline[2].Attempt != 2 || in.Timeline[2].DurationMs != 40 {
+		t.Errorf("record: %+v", in)
+	}
+	golden(t, "inspect.json", normalise(r.out.String()))
+
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(string(readme), readmeInspectStart)
+	end := strings.Index(string(readme), readmeInspectEnd)
+	if start < 0 || end < start {
+		t.Fatalf("README.md lacks the inspect excerpt markers %q ... %q", readmeInspectStart, readmeInspectEnd)
+	}
+	excerpt := string(readme[start+len(readmeInspectStart) : end])
+	if *update {
+		fresh := string(readme[:start+len(readmeInspectStart)]) + text + string(readme[end:])
+		if err := os.WriteFile("../../README.md", []byte(fresh), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if excerpt != text {
+		t.Errorf("README.md's inspect excerpt differs from this run (go test -run TestInspect -update rewrites it):\n%s", excerpt)
+	}
+}
+
+// inspect's errors: an unknown task, a missing REDIS_URL, an unreachable
+// Redis within --timeout, and the command line.
+func TestInspectErrors(t *testing.T) {
+	url := testredis.Start(t)
+	ctx := t.Context()
+
+	r := inspectRun(ctx, url, "inspect-none:", tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil || !strings.Contains(r.err.Error(), "no task") {
+		t.Errorf("unknown task: %v", r.err)
+	}
+	r = inspectRun(ctx, url, "", "not-an-id")
+	check(t, r, 1)
+
+	r = inspectRun(ctx, "", "", tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil || !strings.Contains(r.err.Error(), "REDIS_URL") {
+		t.Errorf("no REDIS_URL: %v", r.err)
+	}
+
+	// A port nothing listens on: refused at once, or the deadline.
+	r = inspectRun(ctx, "redis://127.0.0.1:1", "", "--timeout", "500ms", tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil || !strings.Contains(r.err.Error(), "Redis") {
+		t.Errorf("unreachable Redis: %v", r.err)
+	}
+
+	check(t, inspectRun(ctx, url, ""), 2)
+	check(t, inspectRun(ctx, url, "", "a", "b"), 2)
+	r = inspectRun(ctx, url, "", "--help")
+	check(t, r, 0, "Usage: mcptasks inspect TASKID", "--json")
+}
