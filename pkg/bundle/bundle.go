@@ -250,6 +250,8 @@ type Bundle struct {
 	consumer *redisqueue.Queue
 	client   rueidis.Client
 	log      *slog.Logger
+	// telemetry is the app's, when it has some (App.Telemetry).
+	telemetry *tasks.Telemetry
 	// stop ends what the bundle started in the background (the JWKS
 	// refresh); Close calls it.
 	stop context.CancelFunc
@@ -449,7 +451,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
-	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2})
+	tel := &tasks.Telemetry{}
+	if app.Telemetry != nil {
+		if tel, err = app.Telemetry(ctx); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+		if tel == nil {
+			tel = &tasks.Telemetry{}
+		}
+		b.telemetry = tel
+	}
+	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider})
 	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
 		b.Close()
 		return nil, err
@@ -492,6 +505,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		MaxLiveTasks:       cfg.MaxLiveTasks,
 		StateSecret:        []byte(cfg.StateSecret),
 		Anonymous:          !cfg.AuthEnabled,
+		TracerProvider:     tel.TracerProvider,
+		MeterProvider:      tel.MeterProvider,
 	}
 	if app.Options != nil {
 		app.Options(&topts)
@@ -592,11 +607,37 @@ func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Close stops what the bundle runs in the background and releases the
-// Redis client and the embedded Redis.
+// telemetryTimeout bounds a flush or shutdown of the app's telemetry.
+const telemetryTimeout = 5 * time.Second
+
+// FlushTelemetry exports the spans and metrics the app's telemetry
+// buffers (App.Telemetry), within a few seconds; nothing without
+// telemetry. Serverless platforms call it before an invocation returns,
+// since the process may be frozen right after.
+func (b *Bundle) FlushTelemetry(ctx context.Context) {
+	if b.telemetry == nil || b.telemetry.ForceFlush == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), telemetryTimeout)
+	defer cancel()
+	if err := b.telemetry.ForceFlush(ctx); err != nil {
+		b.log.Warn("flushing telemetry failed", "err", err)
+	}
+}
+
+// Close stops what the bundle runs in the background, flushes and stops
+// the app's telemetry and releases the Redis client and the embedded
+// Redis.
 func (b *Bundle) Close() {
 	if b.stop != nil {
 		b.stop()
+	}
+	if b.telemetry != nil && b.telemetry.Shutdown != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), telemetryTimeout)
+		if err := b.telemetry.Shutdown(ctx); err != nil {
+			b.log.Warn("shutting telemetry down failed", "err", err)
+		}
+		cancel()
 	}
 	if b.client != nil {
 		b.client.Close()

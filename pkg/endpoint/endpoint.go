@@ -21,7 +21,9 @@
 //  3. Authentication (Options.Authenticate): verifies the caller and puts
 //     its identity in the context, where both paths below take the
 //     principal from.
-//  4. The tasks layer (ForTasks only):
+//  4. The tasks layer (ForTasks only), under an incoming W3C traceparent
+//     header's context when the tasks server traces (its requests' spans
+//     are then children of the caller's):
 //     - the lean path answers a well-formed tasks/get, tasks/update,
 //     tasks/cancel or task-creating tools/call itself, parsing the body
 //     once, with exactly the answer the go-sdk would give (it calls the
@@ -49,6 +51,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // DefaultPath is the path the MCP endpoint is served on.
@@ -141,7 +144,23 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
+	if ts.Tracing() {
+		h = traceContext(h)
+	}
 	return o.mount(h)
+}
+
+// traceContext puts the remote span context of an incoming W3C traceparent
+// header (and tracestate) in the request's context, where the tasks
+// server's request spans take their parent from. It is mounted only when
+// the server traces.
+func traceContext(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Traceparent") != "" {
+			r = r.WithContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // mount puts the layers every request passes before h (authentication,

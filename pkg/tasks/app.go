@@ -1,6 +1,10 @@
 package tasks
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // App is what a deployment serves, defined once by the tool author and
 // handed to every entry point of every platform (pkg/platform/local,
@@ -34,6 +38,14 @@ type App struct {
 	// from the environment, before the server is made, so code-level
 	// settings (DisableLeanPath, MaxResultBytes, ...) travel with the App.
 	Options func(*Options)
+	// Telemetry, when set, gives every process of the deployment its
+	// trace and metric providers (Options.TracerProvider and
+	// MeterProvider, the store's and the endpoint's); the wiring calls it
+	// once per process and flushes and shuts the providers down with the
+	// process. otelexport.FromEnv configures them from the standard OTEL_*
+	// environment variables; nil means no telemetry, and a binary that
+	// never sets it links no exporter.
+	Telemetry func(ctx context.Context) (*Telemetry, error)
 }
 
 // Implementation returns the app's serverInfo, with the defaults applied.

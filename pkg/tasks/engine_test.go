@@ -55,7 +55,7 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	t.Helper()
 	rc := rtcount.Wrap(newRedis(t, backend))
 	h := &harness{rc: rc, clock: &clock{}}
-	h.store = redisstore.New(rc, &redisstore.Options{EnqueueGrace: time.Second})
+	h.store = redisstore.New(rc, &redisstore.Options{EnqueueGrace: time.Second, TracerProvider: opts.TracerProvider})
 	h.q = redisqueue.New(rc, &redisqueue.Options{Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
 	if opts.Now == nil {
 		h.clock.opts(&opts)

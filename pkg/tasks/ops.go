@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // The task operations, transport-neutral. Both ways a request reaches the
@@ -25,7 +26,9 @@ import (
 // with the task's result, error or input requests inline, or -32602 for a
 // task that does not exist or that owner does not own (the two are
 // indistinguishable).
-func (s *Server) GetTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+func (s *Server) GetTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, MethodGet, "", id)
+	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
@@ -37,7 +40,11 @@ func (s *Server) GetTask(ctx context.Context, owner, id string) (mcp.Result, err
 	}
 	if err != nil {
 		s.log.Error("tasks/get failed", "task", id, "err", err)
+		s.storeFailed(ctx, "get")
 		return nil, storeUnavailable()
+	}
+	if span != nil {
+		span.SetAttributes(AttrTool.String(t.Tool), AttrTaskStatus.String(string(t.Status)))
 	}
 	return NewDetailedTask(t), nil
 }
@@ -46,7 +53,9 @@ func (s *Server) GetTask(ctx context.Context, owner, id string) (mcp.Result, err
 // requested (a parked task becomes cancelled at once, a running one at its
 // next step boundary; a terminal task stays as it is), or -32602 as for
 // GetTask.
-func (s *Server) CancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+func (s *Server) CancelTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, MethodCancel, "", id)
+	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
@@ -69,9 +78,14 @@ func (s *Server) CancelTask(ctx context.Context, owner, id string) (mcp.Result, 
 	}
 	if ended {
 		s.audit(ctx, AuditTerminal, owner, id, slog.String("status", string(st)))
+		s.countEnded(ctx, "", st)
+	}
+	if span != nil && st != "" {
+		span.SetAttributes(AttrTaskStatus.String(string(st)))
 	}
 	if err != nil {
 		s.log.Error("tasks/cancel failed", "task", id, "err", err)
+		s.storeFailed(ctx, "cancel")
 		return nil, storeUnavailable()
 	}
 	return &Ack{ResultType: "complete"}, nil
@@ -80,7 +94,9 @@ func (s *Server) CancelTask(ctx context.Context, owner, id string) (mcp.Result, 
 // UpdateTask answers tasks/update for owner: it delivers the responses
 // (keys the task does not wait for are ignored), enqueues the task when
 // they resume it, and returns an [*Ack]; or -32602 as for GetTask.
-func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (mcp.Result, error) {
+func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, MethodUpdate, "", id)
+	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
@@ -95,8 +111,12 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 	if err == nil || resumed {
 		s.audit(ctx, AuditInputAnswered, owner, id, auditKeys(responses), slog.Bool("resumed", resumed))
 	}
+	if span != nil {
+		span.SetAttributes(attribute.Bool("mcptasks.task.resumed", resumed))
+	}
 	if err != nil {
 		s.log.Error("tasks/update failed", "task", id, "err", err)
+		s.storeFailed(ctx, "update")
 		if !resumed {
 			return nil, storeUnavailable()
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Support says whether a tool may, or must, run as a task.
@@ -97,6 +99,13 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// TracerProvider makes the spans of requests, worker invocations,
+	// steps, enqueues and sweeps (see [Telemetry]); nil means no tracing,
+	// at no cost on the hot paths.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the engine's metrics (see [Telemetry]); nil
+	// means none.
+	MeterProvider metric.MeterProvider
 }
 
 // MaxTTL caps a task's TTL.
@@ -172,6 +181,7 @@ type Server struct {
 	// chain identifies the go-sdk server's receiving handler right after New
 	// installed the tasks middleware (see chainOf).
 	chain uintptr
+	tel   telemetry
 }
 
 // New returns a Server whose go-sdk server is built from impl and mcpOpts
@@ -196,6 +206,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	}
 	s.opts.fill()
 	s.log = s.opts.Logger
+	s.tel = newTelemetry(s.opts.TracerProvider, s.opts.MeterProvider)
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.chain, _ = chainOf(s.mcp)
 	s.sdkConfig = leanVersionConflict(so.SupportedProtocolVersions)
@@ -359,12 +370,14 @@ func (s *Server) principal(ctx context.Context, extra *mcp.RequestExtra) string 
 // enqueue hands the task to the queue for at, capped at the queue's delay
 // limit: an early wake-up finds the task still sleeping and re-enqueues it,
 // which chains long sleeps.
-func (s *Server) enqueue(ctx context.Context, id string, at time.Time) error {
+func (s *Server) enqueue(ctx context.Context, id string, at time.Time) (err error) {
 	if md := s.queue.MaxDelay(); md > 0 {
 		if limit := s.now().Add(md); at.After(limit) {
 			at = limit
 		}
 	}
+	ctx, span := s.enqueueSpan(ctx, id, at)
+	defer func() { endSpan(span, err) }()
 	if err := s.queue.Enqueue(ctx, id, at); err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)
 	}
@@ -508,7 +521,9 @@ func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *to
 // for it (through preflight), persists the task (durably: tasks/get finds
 // it from here on), enqueues it and returns the handle.
 func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.RawMessage,
-	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (mcp.Result, error) {
+	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
+	defer func() { endSpan(span, err) }()
 	args, bad := t.validateArgs(raw)
 	if bad != nil {
 		return bad, nil
@@ -526,6 +541,10 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		nt.Journal, nt.Responses = journal, responses
 	}
 	nt.Now = s.now()
+	if span != nil {
+		nt.TraceParent = traceParent(ctx)
+		span.SetAttributes(AttrTaskID.String(nt.ID))
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
 	task, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Create(ctx, nt) })
@@ -534,9 +553,13 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	}
 	if err != nil {
 		s.log.Error("creating a task failed", "tool", t.name, "err", err)
+		s.storeFailed(ctx, "create")
 		return nil, storeUnavailable()
 	}
 	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
+	if s.tel.created != nil {
+		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(t.name)))
+	}
 	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}

@@ -74,6 +74,10 @@ type Task struct {
 	LeaseUntil time.Time
 	// WakeAt is when a parked task wants to run again (zero if none).
 	WakeAt time.Time
+	// TraceParent is the W3C traceparent of the span of the tools/call
+	// that created the task ("" when tracing was off): every later span of
+	// the task joins its trace.
+	TraceParent string
 }
 
 // ExpiresAt is when the task stops being readable.
@@ -92,6 +96,8 @@ type NewTask struct {
 	// synchronously (input gathered over MRTR before the task was created).
 	Journal   []Entry
 	Responses map[string]json.RawMessage
+	// TraceParent is stored as Task.TraceParent.
+	TraceParent string
 	// MaxLive, when positive, makes Create refuse the task with
 	// ErrTooManyTasks if Owner already has that many live (created, not
 	// yet terminal, not expired) tasks. The check and the count are

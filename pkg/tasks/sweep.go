@@ -22,14 +22,16 @@ type SweepResult struct {
 // deadlines, and drops index entries of tasks that ended or expired (their
 // keys expire by themselves). It is safe to run concurrently and often; the
 // local server runs it on a ticker, Vercel as a cron, Lambda on a schedule.
-func (s *Server) Sweep(ctx context.Context, limit int) (SweepResult, error) {
-	var res SweepResult
+func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err error) {
+	ctx, span := s.sweepSpan(ctx)
+	defer func() { s.endSweep(ctx, span, res, err) }()
 	if limit <= 0 {
 		limit = 1000
 	}
 	now := s.now()
 	due, err := s.store.Due(ctx, now, limit)
 	if err != nil {
+		s.storeFailed(ctx, "due")
 		return res, err
 	}
 	grace := s.opts.MaxDuration

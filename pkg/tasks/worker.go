@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"encoding/json"
 )
 
@@ -40,7 +42,7 @@ type worker struct {
 // issued is skipped as not found. A returned error means the message should
 // be redelivered (the store was unreachable); every outcome of the task
 // itself, including its failure, is a nil error.
-func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) {
+func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err error) {
 	if !ValidID(id) {
 		// Never issued (see ValidID): no task, and nothing to redeliver.
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
@@ -50,13 +52,26 @@ func (s *Server) Advance(ctx context.Context, id string) (AdvanceResult, error) 
 	// only stamps what is stored (the lease, timestamps).
 	rctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
 	defer cancel()
-	c, err := s.store.Claim(ctx, id, s.now(), s.opts.MaxDuration+s.opts.SafetyMargin)
+	var start time.Time
+	if s.tel.tracer != nil {
+		start = time.Now()
+	}
+	now := s.now()
+	c, err := s.store.Claim(ctx, id, now, s.opts.MaxDuration+s.opts.SafetyMargin)
+	// The invocation's span joins the task's trace, known from the claim.
+	ctx, span := s.advanceSpan(ctx, id, c, start, err)
+	defer func() { endAdvance(span, res, err) }()
+	if span != nil {
+		rctx = trace.ContextWithSpan(rctx, span)
+	}
+	s.recordLag(ctx, c, now)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	case errors.Is(err, ErrLeased):
 		return AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}, nil
 	case err != nil:
+		s.storeFailed(ctx, "claim")
 		return AdvanceResult{}, err
 	}
 	if c.Gen == 0 {
@@ -171,6 +186,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 			res.Skipped, res.Reason = true, "claim lost"
 			return res, nil
 		}
+		w.s.storeFailed(ctx, "commit")
 		return res, err
 	}
 	res.Status = c.Task.Status
@@ -206,6 +222,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
 	w.s.audit(ctx, AuditTerminal, c.Task.Owner, c.Task.ID,
 		slog.String("status", string(c.Task.Status)), slog.String("tool", c.Task.Tool))
+	w.s.countEnded(ctx, c.Task.Tool, c.Task.Status)
 }
 
 // commitKeep writes the run's pending journal and status under the claim,
@@ -248,23 +265,28 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: msg}
 	}
+	sctx, span := r.stepSpan(name, att)
 	start := w.s.now()
-	v, err, cancelled := w.runStep(r, name, o, fn)
+	v, err, cancelled := w.runStep(r, sctx, name, o, fn)
 	end := w.s.now()
 	if cancelled {
+		r.endStep(span, "cancelled", end.Sub(start), att, nil)
 		panic(suspend{kind: suspendCancelled})
 	}
 	if err == nil {
+		r.endStep(span, "ok", end.Sub(start), att, nil)
 		r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v, At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return v, nil
 	}
 	var perm *permanentError
 	if errors.As(err, &perm) || att >= o.attempts {
+		r.endStep(span, "error", end.Sub(start), att, err)
 		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: err.Error()}
 	}
+	r.endStep(span, "retry", end.Sub(start), att, err)
 	w.log.Info("step attempt failed; will retry", "task", r.taskID, "step", name, "attempt", att, "err", err)
 	retry := end.Add(o.backoff(att)).Truncate(time.Millisecond) // as the store keeps it
 	// History only (replay skips it): written with the release below.
@@ -273,9 +295,9 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 }
 
 // runStep runs one attempt of a step with its deadline, watching for
-// cancellation of the task.
-func (w *worker) runStep(r *run, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
-	ctx := r.ctx
+// cancellation of the task. ctx is the run's context (with the step's span
+// when tracing).
+func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error, bool) {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)

@@ -49,6 +49,9 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configures a Store. The zero value is a sane default.
@@ -62,6 +65,10 @@ type Options struct {
 	// IndexTTL is the expiry refreshed on the due index at every write;
 	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
 	IndexTTL time.Duration
+	// TracerProvider, when set, makes a client span for each script call
+	// (EVALSHA create, claim, commit, ...) made within a traced operation
+	// (a recording span in the call's context); nil means none.
+	TracerProvider trace.TracerProvider
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
@@ -70,6 +77,10 @@ type Store struct {
 	prefix   string
 	grace    time.Duration
 	indexTTL time.Duration
+	// tracer is nil when tracing is off; names names the scripts by SHA
+	// for their spans.
+	tracer trace.Tracer
+	names  map[string]string
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -89,7 +100,36 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.TracerProvider != nil {
+		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
+		s.names = map[string]string{createScript.sha: "create", updateScript.sha: "update", claimScript.sha: "claim", commitScript.sha: "commit"}
+	}
+	return s
+}
+
+// span starts the client span of the script call name, when tracing is on
+// and ctx holds a recording span (a store call outside any traced
+// operation, such as the sweeper's index upkeep, makes no trace of its
+// own); else it returns nil.
+func (s *Store) span(ctx context.Context, name string) (context.Context, trace.Span) {
+	if s.tracer == nil || !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, nil
+	}
+	return s.tracer.Start(ctx, "EVALSHA "+name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("db.system.name", "redis"), attribute.String("db.operation.name", "EVALSHA"),
+		attribute.String("db.stored_procedure.name", name)))
+}
+
+// endSpan ends span (nil: none), marking a Redis error.
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil && !rueidis.IsRedisNil(err) {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 func (s *Store) keys(id string) (t, p, j, r string) {
@@ -136,7 +176,9 @@ func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (
 	key := s.liveKey(nt.Owner)
 	args := []string{ms(nt.Now), nt.ID, ms(exp), strconv.Itoa(nt.MaxLive)}
 	for attempt := 0; ; attempt++ {
-		msg, err := reserveScript.lua.Exec(ctx, s.c, []string{key}, args).ToMessage()
+		sctx, span := s.span(ctx, "reserve")
+		msg, err := reserveScript.lua.Exec(sctx, s.c, []string{key}, args).ToMessage()
+		endSpan(span, err)
 		if err != nil {
 			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
 		}
@@ -203,13 +245,16 @@ func (s *Store) dropEnded(ctx context.Context, key string, members []string) (in
 // sweeper re-derives. The script is sent as EVALSHA; on a server that has
 // not seen it yet (NOSCRIPT) it is run again through rueidis, which loads
 // it.
-func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed) (rueidis.RedisResult, error) {
+func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed) (_ rueidis.RedisResult, beforeErr error) {
+	var span trace.Span
+	if s.tracer != nil {
+		ctx, span = s.span(ctx, s.names[sc.sha])
+	}
 	cmds := make([]rueidis.Completed, 0, len(before)+1+len(after))
 	cmds = append(cmds, before...)
 	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	cmds = append(cmds, after...)
 	res := s.c.DoMulti(ctx, cmds...)
-	var beforeErr error
 	for _, r := range res[:len(before)] {
 		if err := r.Error(); err != nil && beforeErr == nil {
 			beforeErr = err
@@ -219,6 +264,7 @@ func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before
 	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		out = sc.lua.Exec(ctx, s.c, keys, args)
 	}
+	endSpan(span, out.Error())
 	return out, beforeErr
 }
 
@@ -253,6 +299,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
+	}
+	if nt.TraceParent != "" {
+		fields = append(fields, "tp", nt.TraceParent)
 	}
 	args := []string{ms(exp), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
 	args = append(args, fields...)
@@ -301,7 +350,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	return &tasks.Task{
 		ID: nt.ID, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args,
 		Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now,
-		TTL: nt.TTL, PollInterval: nt.PollInterval,
+		TTL: nt.TTL, PollInterval: nt.PollInterval, TraceParent: nt.TraceParent,
 	}, nil
 }
 
@@ -327,7 +376,9 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 		return nil, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
+	sctx, span := s.span(ctx, "get")
+	arr, err := getScript.lua.Exec(sctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
+	endSpan(span, err)
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
 	}
@@ -374,6 +425,7 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 		TTL: msDur("ttl"), PollInterval: msDur("poll"),
 		CancelRequested: h["cancel"] == "1",
 		LeaseUntil:      msTime("lease"), WakeAt: msTime("wake"),
+		TraceParent: h["tp"],
 	}
 	if v := h["result"]; v != "" {
 		t.Result = json.RawMessage(v)
@@ -452,7 +504,9 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	sctx, span := s.span(ctx, "cancel")
+	arr, err := cancelScript.lua.Exec(sctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	endSpan(span, err)
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
@@ -731,8 +785,10 @@ func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (
 	if !to.IsZero() {
 		target = ms(to)
 	}
-	n, err := rescheduleScript.lua.Exec(ctx, s.c, []string{s.dueKey()},
+	sctx, span := s.span(ctx, "reschedule")
+	n, err := rescheduleScript.lua.Exec(sctx, s.c, []string{s.dueKey()},
 		[]string{id, ms(from), target, strconv.FormatInt(s.indexTTL.Milliseconds(), 10)}).AsInt64()
+	endSpan(span, err)
 	if err != nil {
 		return false, fmt.Errorf("redisstore: reschedule %s: %w", id, err)
 	}

@@ -31,7 +31,8 @@ func newScript(src string, retryable bool) script {
 // Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
 //
 // Task hash fields: owner tool args status msg created updated exp ttl poll
-// result error any cancel lease gen wake att; history for operators
+// result error any cancel lease gen wake att tp (the creating request's
+// traceparent, when traced); history for operators
 // (Store.Inspect), never read by a transition: cancelat (first tasks/cancel
 // of a live task) and answered:<key> (when the input key was answered).
 
