@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -87,6 +88,13 @@ func start(t *testing.T, env []string, args ...string) *proc {
 // generated module's server).
 func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
+	return startTo(t, bin, nil, env, args...)
+}
+
+// startTo is startBinary with the process's stdout written to stdout (nil:
+// discarded).
+func startTo(t *testing.T, bin string, stdout io.Writer, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	serving := len(args) == 0 || args[0] == "serve"
 	if serving {
@@ -96,6 +104,7 @@ func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Env = append(p.cmd.Env, "MCPTASKS_LOG_LEVEL=DEBUG")
+	p.cmd.Stdout = stdout
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,9 @@
 //	mcptasks inspect TASKID [--json]                     a task's timeline, from REDIS_URL
 //	mcptasks init DIR --module PATH [--name NAME]        scaffold a module of your own tools
 //
+// Every process exports OpenTelemetry traces and metrics when the OTEL_*
+// environment asks for them (pkg/otelexport).
+//
 // serve, worker and token are pkg/platform/local's command line, the same
 // one a user's own cmd/NAME/main.go gets from local.Main.
 package main
@@ -18,9 +21,10 @@ package main
 import (
 	"github.com/mcptasks/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/apps"
+	"github.com/mcptasks/mcptasks/pkg/otelexport"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: apps.All(), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
 }

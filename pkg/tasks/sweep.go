@@ -23,13 +23,18 @@ type SweepResult struct {
 // keys expire by themselves). It is safe to run concurrently and often; the
 // local server runs it on a ticker, Vercel as a cron, Lambda on a schedule.
 func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err error) {
-	ctx, span := s.sweepSpan(ctx)
-	defer func() { s.endSweep(ctx, span, res, err) }()
 	if limit <= 0 {
 		limit = 1000
 	}
+	var start time.Time
+	if s.tel.tracer != nil {
+		start = time.Now()
+	}
 	now := s.now()
 	due, err := s.store.Due(ctx, now, limit)
+	// A sweep that finds nothing due (the usual tick) leaves no trace.
+	ctx, span := s.sweepSpan(ctx, start, len(due) > 0 || err != nil)
+	defer func() { s.endSweep(ctx, span, res, err) }()
 	if err != nil {
 		s.storeFailed(ctx, "due")
 		return res, err

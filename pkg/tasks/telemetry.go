@@ -319,12 +319,13 @@ func (s *Server) enqueueSpan(ctx context.Context, id string, at time.Time) (cont
 	return s.tel.tracer.Start(ctx, "enqueue", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 }
 
-// sweepSpan starts the span of one Sweep.
-func (s *Server) sweepSpan(ctx context.Context) (context.Context, trace.Span) {
-	if s.tel.tracer == nil {
+// sweepSpan starts the span of one Sweep begun at start, if it found
+// work (traced).
+func (s *Server) sweepSpan(ctx context.Context, start time.Time, found bool) (context.Context, trace.Span) {
+	if s.tel.tracer == nil || !found {
 		return ctx, nil
 	}
-	return s.tel.tracer.Start(ctx, "sweep")
+	return s.tel.tracer.Start(ctx, "sweep", trace.WithTimestamp(start))
 }
 
 // endSweep ends a Sweep's span and counts the tasks it recovered.
