@@ -67,7 +67,9 @@ type Message struct {
 	DelaySeconds int32
 	GroupID      string
 	DedupID      string
-	Received     time.Time
+	// Attributes are the String message attributes (name -> value).
+	Attributes map[string]string
+	Received   time.Time
 }
 
 // Server is a running fake SQS endpoint.
@@ -263,6 +265,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		DelaySeconds           *int32
 		MessageGroupID         string `json:"MessageGroupId"`
 		MessageDeduplicationID string `json:"MessageDeduplicationId"`
+		MessageAttributes      map[string]struct {
+			DataType    string
+			StringValue *string
+		}
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		sqsError(w, http.StatusBadRequest, "InvalidParameterValue", "", "malformed request: "+err.Error())
@@ -296,6 +302,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		sqsError(w, http.StatusBadRequest, "InvalidParameterValue", "", "The request include parameter MessageDeduplicationId that is not valid for this queue type.")
 		return
 	}
+	var attrs map[string]string
+	for k, a := range in.MessageAttributes {
+		if a.DataType != "String" || a.StringValue == nil {
+			sqsError(w, http.StatusBadRequest, "InvalidParameterValue", "", "The message attribute '"+k+"' must be of DataType String with a StringValue (fakesqs).")
+			return
+		}
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		attrs[k] = *a.StringValue
+	}
 	id := rand.Text()
 	sum := md5.Sum([]byte(in.MessageBody))
 	if f.badMD5 {
@@ -303,7 +320,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.msgs.Add(Message{
 		ID: id, QueueURL: in.QueueURL, Body: in.MessageBody, DelaySeconds: delay,
-		GroupID: in.MessageGroupID, DedupID: in.MessageDeduplicationID, Received: time.Now(),
+		GroupID: in.MessageGroupID, DedupID: in.MessageDeduplicationID, Attributes: attrs, Received: time.Now(),
 	})
 	out := map[string]string{"MD5OfMessageBody": hex.EncodeToString(sum[:]), "MessageId": id}
 	if fifo {

@@ -179,27 +179,13 @@ func traceParent(ctx context.Context) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
-// TraceParent is the W3C traceparent header value of the span in ctx, ""
-// when ctx carries none. Queue adapters put it beside a message (message
-// attribute, header) so that the worker's span links to the enqueuer's.
-func TraceParent(ctx context.Context) string { return traceParent(ctx) }
-
-// WithTraceParent returns ctx carrying the remote span context of the
-// traceparent value tp (a message's), or ctx itself when tp is empty or
-// invalid.
-func WithTraceParent(ctx context.Context, tp string) context.Context {
-	if tp == "" {
-		return ctx
-	}
-	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
-}
-
 // spanContextOf decodes a stored traceparent (invalid if tp is not one).
 func spanContextOf(tp string) trace.SpanContext {
 	if tp == "" {
 		return trace.SpanContext{}
 	}
-	return trace.SpanContextFromContext(WithTraceParent(context.Background(), tp))
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	return trace.SpanContextFromContext(ctx)
 }
 
 // advanceSpan starts the span of a worker invocation of task c, begun at

@@ -24,6 +24,7 @@ package awslambda
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"sync"
 
@@ -40,7 +41,10 @@ import (
 // MCPHandler returns the Function URL handler serving b's MCP endpoint and
 // protected resource metadata.
 func MCPHandler(b *bundle.Bundle) func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
-	return lambdaurl.Wrap(b.Handler)
+	return lambdaurl.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.Handler.ServeHTTP(w, r)
+		b.FlushTelemetry(r.Context()) // the sandbox may be frozen once it returns
+	}))
 }
 
 // WorkerHandler returns the SQS handler: every record's task is advanced
@@ -65,13 +69,19 @@ func WorkerHandler(b *bundle.Bundle) func(context.Context, events.SQSEvent) (eve
 				failed[i] = true
 				continue
 			}
+			var tp string
+			if a, ok := rec.MessageAttributes["traceparent"]; ok && a.StringValue != nil {
+				tp = *a.StringValue
+			}
 			wg.Go(func() {
 				// Advance keeps its step within MaxDuration minus the
-				// safety margin; ctx carries the invocation's deadline.
-				failed[i] = b.Advance(ctx, id) != nil
+				// safety margin; ctx carries the invocation's deadline
+				// (and the enqueuer's trace context, if any).
+				failed[i] = b.Advance(queue.WithTraceParent(ctx, tp), id) != nil
 			})
 		}
 		wg.Wait()
+		b.FlushTelemetry(ctx)
 		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 		for i, f := range failed {
 			if f {
@@ -86,6 +96,7 @@ func WorkerHandler(b *bundle.Bundle) func(context.Context, events.SQSEvent) (eve
 // "Scheduled Event", whose counts are the invocation's result.
 func SweepHandler(b *bundle.Bundle) func(context.Context, events.CloudWatchEvent) (tasks.SweepResult, error) {
 	return func(ctx context.Context, _ events.CloudWatchEvent) (tasks.SweepResult, error) {
+		defer b.FlushTelemetry(ctx)
 		return b.Sweep(ctx)
 	}
 }

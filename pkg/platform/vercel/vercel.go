@@ -144,6 +144,7 @@ func (f *Functions) MCP(w http.ResponseWriter, r *http.Request) {
 		r = r2
 	}
 	b.Handler.ServeHTTP(w, r)
+	b.FlushTelemetry(r.Context()) // the function may be frozen once it returns
 }
 
 // Worker handles one QStash delivery: it verifies Upstash-Signature over
@@ -187,7 +188,9 @@ func (f *Functions) Worker(w http.ResponseWriter, r *http.Request) {
 	// enforces anyway, so that the final writes never outlive it.
 	ctx, cancel := context.WithTimeout(r.Context(), b.Config.MaxDuration)
 	defer cancel()
-	res, err := b.Tasks.Advance(ctx, id)
+	defer b.FlushTelemetry(ctx)
+	// QStash forwards the enqueuer's trace context (see queue.TraceParent).
+	res, err := b.Tasks.Advance(queue.WithTraceParent(ctx, r.Header.Get("Traceparent")), id)
 	if err != nil {
 		log.Warn("advancing task failed; QStash will redeliver", "task", id, "err", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "advancing the task failed"})
@@ -217,6 +220,7 @@ func (f *Functions) Cron(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := b.Sweep(r.Context())
+	b.FlushTelemetry(r.Context())
 	if err != nil {
 		log.Error("sweep failed", "err", err)
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "sweep failed"})

@@ -133,6 +133,10 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	for k, v := range q.o.Forward {
 		hdr.Set("Upstash-Forward-"+k, v)
 	}
+	if tp := queue.TraceParent(ctx); tp != "" {
+		// Delivered to the worker as Traceparent (see queue.TraceParent).
+		hdr.Set("Upstash-Forward-Traceparent", tp)
+	}
 	// QStash takes the destination verbatim after /v2/publish/.
 	endpoint := q.o.BaseURL + "/v2/publish/" + q.o.Destination
 	var err error

@@ -72,6 +72,23 @@ func TestQStashPublish(t *testing.T) {
 		if got, want := p.Header.Get("Upstash-Deduplication-Id"), "task-now."+itoa(now.UnixMilli()); got != want {
 			t.Errorf("Upstash-Deduplication-Id = %q, want %q", got, want)
 		}
+		if got := p.Header.Get("Upstash-Forward-Traceparent"); got != "" {
+			t.Errorf("untraced enqueue forwards traceparent %q", got)
+		}
+	})
+
+	t.Run("TraceParentIsForwarded", func(t *testing.T) {
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		if err := newQ(t, nil).Enqueue(queue.WithTraceParent(t.Context(), tp), "task-traced", time.Time{}); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		p := published(t, "task-traced")[0]
+		if got := p.Header.Get("Upstash-Forward-Traceparent"); got != tp {
+			t.Errorf("Upstash-Forward-Traceparent = %q, want %q", got, tp)
+		}
+		if string(p.Body) != string(queue.EncodeMessage("task-traced")) {
+			t.Errorf("body %s carries more than the task id", p.Body)
+		}
 	})
 
 	t.Run("DelayedIsNotBeforeRoundedUp", func(t *testing.T) {

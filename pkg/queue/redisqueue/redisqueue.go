@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/redis/rueidis"
 )
 
@@ -123,9 +124,12 @@ func (q *Queue) idle(ctx context.Context, d time.Duration) bool {
 
 func (q *Queue) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
 
-// enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
-// it pushes a token on the wake list (bounded) for an idle consumer.
+// enqueueScript: KEYS q meta wake; ARGV id at ttlMs [traceparent].
+// Besides the message, it pushes a token on the wake list (bounded) for an
+// idle consumer, and keeps the enqueuer's trace context, if any, in meta
+// ('t:' id): the latest enqueue's is the one delivered.
 var enqueueScript = rueidis.NewLuaScript(`
+if ARGV[4] and ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 't:' .. ARGV[1], ARGV[4]) end
 local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if cur and redis.call('HEXISTS', KEYS[2], 'r:' .. ARGV[1]) == 1 and tonumber(ARGV[2]) >= tonumber(cur) then
   local a = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
@@ -142,7 +146,7 @@ return 1
 `)
 
 // receiveScript: KEYS q meta; ARGV now hideUntil ttlMs. Returns {id,
-// receipt} or {false, nextDueScore|false}.
+// receipt, traceparent|false} or {false, nextDueScore|false}.
 var receiveScript = rueidis.NewLuaScript(`
 local r = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 1)
 if #r == 0 then
@@ -153,7 +157,7 @@ redis.call('ZADD', KEYS[1], ARGV[2], r[1])
 redis.call('HSET', KEYS[2], 'r:' .. r[1], ARGV[2])
 redis.call('HDEL', KEYS[2], 'a:' .. r[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return {r[1], ARGV[2]}
+return {r[1], ARGV[2], redis.call('HGET', KEYS[2], 't:' .. r[1])}
 `)
 
 // ackScript: KEYS q meta; ARGV id receipt [retryAt]. If id is still the
@@ -166,7 +170,7 @@ if not s or tonumber(s) ~= tonumber(ARGV[2]) then return 0 end
 local again = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
 redis.call('HDEL', KEYS[2], 'a:' .. ARGV[1])
 if ARGV[3] and (not again or tonumber(ARGV[3]) < tonumber(again)) then again = ARGV[3] end
-if again then redis.call('ZADD', KEYS[1], again, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
+if again then redis.call('ZADD', KEYS[1], again, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]); redis.call('HDEL', KEYS[2], 't:' .. ARGV[1]) end
 return 1
 `)
 
@@ -176,7 +180,11 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
 	}
-	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.o.Key + ":meta", q.wakeKey()}, []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
+	args := []string{taskID, strconv.FormatInt(at, 10), q.ttl()}
+	if tp := queue.TraceParent(ctx); tp != "" {
+		args = append(args, tp)
+	}
+	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.o.Key + ":meta", q.wakeKey()}, args).Error()
 	if err != nil {
 		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
 	}
@@ -188,8 +196,11 @@ func (q *Queue) MaxDelay() time.Duration { return 0 }
 
 // Delivery is one received message.
 type Delivery struct {
-	TaskID  string
-	receipt string
+	TaskID string
+	// TraceParent is the trace context of the enqueue the message carries
+	// ("" when its enqueuer did not trace; see queue.TraceParent).
+	TraceParent string
+	receipt     string
 }
 
 // Receive returns the next due message, or ok=false and how long until the
@@ -211,7 +222,11 @@ func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 		return d, false, wait, nil
 	}
 	receipt, _ := arr[1].ToString()
-	return Delivery{TaskID: id, receipt: receipt}, true, 0, nil
+	var tp string
+	if len(arr) > 2 {
+		tp, _ = arr[2].ToString()
+	}
+	return Delivery{TaskID: id, TraceParent: tp, receipt: receipt}, true, 0, nil
 }
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
@@ -263,7 +278,7 @@ func (q *Queue) consume(ctx context.Context, h Handler) {
 		// Handling is not tied to ctx: a shutdown lets the current message
 		// finish (the worker's own budget bounds it).
 		hctx := context.WithoutCancel(ctx)
-		if err := h(hctx, d.TaskID); err != nil {
+		if err := h(queue.WithTraceParent(hctx, d.TraceParent), d.TaskID); err != nil {
 			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
 			if err := q.Retry(hctx, d, time.Now().Add(time.Second)); err != nil {
 				q.o.Logger.Warn("queue retry failed", "err", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -118,6 +119,7 @@ func TestRedis(t *testing.T) {
 		{"ReceiveOnEmptyQueue", testReceiveEmpty},
 		{"ReceiveBeforeDue", testReceiveBeforeDue},
 		{"AckRemovesMember", testAckRemoves},
+		{"TraceParentTravelsBesideTheID", testTraceParent},
 		{"DedupKeepsOneMemberAtEarliest", testDedupState},
 		{"KeyExpires", testKeyExpires},
 		{"KeyExpiresByDefault", testKeyExpiresByDefault},
@@ -529,5 +531,54 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	}
 	if n := zcard(t, c, key); n != 0 {
 		t.Errorf("after shutdown: ZCARD = %d, want 0 (the running message acknowledged)", n)
+	}
+}
+
+// An enqueue made under a span carries its traceparent in the queue's
+// metadata, never in the message: the delivery hands it to the consumer's
+// handler as the context's remote span, and the ack drops it. An enqueue
+// without one carries none.
+func testTraceParent(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Poll: 10 * time.Millisecond})
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	mustEnqueue(t, q, "plain", time.Time{})
+	if d := receive(t, q, "plain"); d.TraceParent != "" {
+		t.Errorf("untraced enqueue delivered traceparent %q", d.TraceParent)
+	}
+	if err := q.Enqueue(queue.WithTraceParent(t.Context(), tp), "traced", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan string, 1)
+	go q.Consume(ctx, 1, func(ctx context.Context, id string) error {
+		if id == "traced" {
+			got <- queue.TraceParent(ctx)
+			cancel()
+		}
+		return nil
+	})
+	select {
+	case v := <-got:
+		if v != tp {
+			t.Errorf("handler's context carries traceparent %q, want %q", v, tp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("traced message not delivered")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := c.Do(t.Context(), c.B().Hexists().Key(key+":meta").Field("t:traced").Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the acked message's traceparent stayed in the queue's metadata")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

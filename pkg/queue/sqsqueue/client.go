@@ -260,20 +260,31 @@ func (c *Client) SendMessage(ctx context.Context, in *SendMessageInput) (*SendMe
 
 // marshalSendMessage returns SendMessage's JSON body.
 func marshalSendMessage(in *SendMessageInput) ([]byte, error) {
-	return json.Marshal(sendMessageRequest{
+	req := sendMessageRequest{
 		QueueURL: in.QueueURL, MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds,
 		MessageGroupID: in.MessageGroupID, MessageDeduplicationID: in.MessageDeduplicationID,
-	})
+	}
+	if in.TraceParent != "" {
+		req.MessageAttributes = map[string]messageAttribute{"traceparent": {DataType: "String", StringValue: in.TraceParent}}
+	}
+	return json.Marshal(req)
+}
+
+// messageAttribute is a String message attribute of SendMessage.
+type messageAttribute struct {
+	DataType    string `json:"DataType"`
+	StringValue string `json:"StringValue"`
 }
 
 // sendMessageRequest is SendMessage's JSON body. DelaySeconds 0 is
 // omitted, as the SDK does (so a queue's default delay applies).
 type sendMessageRequest struct {
-	QueueURL               string `json:"QueueUrl"`
-	MessageBody            string `json:"MessageBody"`
-	DelaySeconds           int32  `json:"DelaySeconds,omitempty"`
-	MessageGroupID         string `json:"MessageGroupId,omitempty"`
-	MessageDeduplicationID string `json:"MessageDeduplicationId,omitempty"`
+	QueueURL               string                      `json:"QueueUrl"`
+	MessageBody            string                      `json:"MessageBody"`
+	DelaySeconds           int32                       `json:"DelaySeconds,omitempty"`
+	MessageGroupID         string                      `json:"MessageGroupId,omitempty"`
+	MessageDeduplicationID string                      `json:"MessageDeduplicationId,omitempty"`
+	MessageAttributes      map[string]messageAttribute `json:"MessageAttributes,omitempty"`
 }
 
 // maxAnswer bounds the answer read: SendMessage's is a few hundred bytes.

@@ -41,6 +41,9 @@ type SendMessageInput struct {
 	// MessageGroupID and MessageDeduplicationID are a FIFO queue's ids.
 	MessageGroupID         string
 	MessageDeduplicationID string
+	// TraceParent, when set, is sent as the String message attribute
+	// "traceparent" (the enqueuer's trace context; see queue.TraceParent).
+	TraceParent string
 }
 
 // SendMessageOutput is SendMessage's answer.
@@ -109,7 +112,7 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 		return err
 	}
 	now := q.o.Now()
-	in := &SendMessageInput{QueueURL: q.url, MessageBody: string(queue.EncodeMessage(taskID))}
+	in := &SendMessageInput{QueueURL: q.url, MessageBody: string(queue.EncodeMessage(taskID)), TraceParent: queue.TraceParent(ctx)}
 	if q.o.FIFO {
 		due := notBefore
 		if due.IsZero() {

@@ -53,6 +53,23 @@ func TestSQS(t *testing.T) {
 		}
 	})
 
+	t.Run("TraceParentIsAMessageAttribute", func(t *testing.T) {
+		q := sqsqueue.New(client, std, &sqsqueue.Options{Now: clock})
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		if err := q.Enqueue(queue.WithTraceParent(t.Context(), tp), "traced", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Enqueue(t.Context(), "untraced", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if m := sent(t, std, "traced"); m.Attributes["traceparent"] != tp || m.Body != string(queue.EncodeMessage("traced")) {
+			t.Errorf("traced message %+v, want the traceparent attribute and the bare id", m)
+		}
+		if m := sent(t, std, "untraced"); len(m.Attributes) != 0 {
+			t.Errorf("untraced message has attributes %v", m.Attributes)
+		}
+	})
+
 	t.Run("DelaySecondsRoundedUpAndCapped", func(t *testing.T) {
 		q := sqsqueue.New(client, std, &sqsqueue.Options{Now: clock})
 		cases := []struct {
