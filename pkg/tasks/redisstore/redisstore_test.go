@@ -517,3 +517,68 @@ func TestCreateRoundTrips(t *testing.T) {
 		})
 	}
 }
+
+// Inspect returns the whole record: the trace context a Claim also hands
+// the worker, the journal with its history entries, when each input key
+// was answered and when cancellation was first requested (a repeat keeps
+// the first time).
+func TestInspect(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			s := New(b.client(t), &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+			id := tasks.NewID()
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now, TraceParent: tp}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Inspect(ctx, tasks.NewID()); !errors.Is(err, tasks.ErrNotFound) {
+				t.Errorf("Inspect of an unknown task: %v", err)
+			}
+			c, err := s.Claim(ctx, id, now, time.Minute)
+			if err != nil || c.Task.TraceParent != tp {
+				t.Fatalf("Claim: %v, TraceParent %q", err, c.Task.TraceParent)
+			}
+			journal := []tasks.Entry{
+				{Name: "fetch", Kind: tasks.KindAttempt, Err: "503", Attempt: 1, At: now, Took: time.Second, Until: now.Add(2 * time.Second)},
+				{Name: "ask", Kind: tasks.KindInput, Keys: []string{"q"}, At: now.Add(time.Second)},
+			}
+			if err := s.Commit(ctx, c, &tasks.Change{Now: now.Add(time.Second), Append: journal,
+				Park: map[string]json.RawMessage{"q": json.RawMessage(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			answered := now.Add(3 * time.Second)
+			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"q": json.RawMessage(`{"action":"decline"}`)}, answered); err != nil {
+				t.Fatal(err)
+			}
+			c, err = s.Claim(ctx, id, now.Add(4*time.Second), time.Minute)
+			if err != nil || c.Gen == 0 {
+				t.Fatalf("second Claim: %+v, %v", c, err)
+			}
+			for i := range 2 { // the first request's time stays
+				if _, _, err := s.Cancel(ctx, "alice", id, now.Add(time.Duration(5+i)*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, err := s.Inspect(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Task.TraceParent != tp || rec.Claims != 2 || rec.Attempts != 2 || !rec.Task.CancelRequested {
+				t.Errorf("record: TraceParent %q, Claims %d, Attempts %d, CancelRequested %v", rec.Task.TraceParent, rec.Claims, rec.Attempts, rec.Task.CancelRequested)
+			}
+			if len(rec.Journal) != 2 || rec.Journal[0].Kind != tasks.KindAttempt || !rec.Journal[0].Until.Equal(journal[0].Until) ||
+				rec.Journal[0].Took != time.Second || !rec.Journal[1].At.Equal(journal[1].At) {
+				t.Errorf("journal %+v", rec.Journal)
+			}
+			if !rec.AnsweredAt["q"].Equal(answered) || string(rec.Responses["q"]) != `{"action":"decline"}` {
+				t.Errorf("answers: at %v, responses %v", rec.AnsweredAt, rec.Responses)
+			}
+			if !rec.CancelRequestedAt.Equal(now.Add(5 * time.Second)) {
+				t.Errorf("CancelRequestedAt = %v, want %v", rec.CancelRequestedAt, now.Add(5*time.Second))
+			}
+		})
+	}
+}

@@ -346,6 +346,7 @@ func requests() map[string]json.RawMessage {
 
 func testCreateGet(f *fixture) {
 	nt := f.newTask()
+	nt.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	created, err := f.s.Create(f.ctx, nt)
 	if err != nil {
 		f.t.Fatalf("Create: %v", err)
@@ -366,6 +367,9 @@ func testCreateGet(f *fixture) {
 		}
 		if !tk.ExpiresAt().Equal(f.now.Add(ttl)) {
 			f.t.Errorf("%s: ExpiresAt = %v, want %v", what, tk.ExpiresAt(), f.now.Add(ttl))
+		}
+		if tk.TraceParent != nt.TraceParent {
+			f.t.Errorf("%s: TraceParent = %q, want %q", what, tk.TraceParent, nt.TraceParent)
 		}
 	}
 	check("Create", created)
