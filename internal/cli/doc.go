@@ -6,8 +6,11 @@
 //	mcptasks call [flags] TOOL [key=value ...]     call a tool, follow its task to the end
 //	mcptasks task get|watch|cancel|answer TASKID   one task, by its id
 //	mcptasks tools [flags]                         list the server's tools
+//	mcptasks inspect TASKID [--json]               a task's history, read from Redis (REDIS_URL)
 //
-// Every command takes --url (env MCPTASKS_URL, default the local server at
+// inspect is the operator's command: it reads the task record and journal
+// straight from the deployment's Redis, not over MCP. Every other command
+// takes --url (env MCPTASKS_URL, default the local server at
 // http://127.0.0.1:8080/mcp) and --token (env MCPTASKS_TOKEN, sent as a
 // bearer token).
 //

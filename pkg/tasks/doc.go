@@ -107,6 +107,24 @@
 // principal's, are not task events and leave no audit record; a task that
 // expires (its TTL passed) is not a transition either.
 //
+// # Telemetry
+//
+// With [Options.TracerProvider] and [Options.MeterProvider] (a deployment
+// gets them through [App.Telemetry]) the server traces each MCP request, worker
+// invocation, claim, step attempt, enqueue and sweep, and counts tasks
+// created and ended, step durations and attempts, queue lag, sweeper
+// recoveries and store errors (see [Telemetry] and the Attr* and Metric*
+// constants). A task is one trace: the creating tools/call's trace context
+// is stored with it ([Task.TraceParent]), and every later invocation is its
+// child and links to the enqueue its message came from. Without providers
+// nothing is traced and the hot paths do no tracing work. The package
+// depends on the OpenTelemetry API only; exporters are the deployment's
+// choice (package otelexport).
+//
+// The journal also keeps, for operators (mcptasks inspect), when each
+// entry was made, the attempt and duration of each Do step, and each
+// failed attempt that was retried ([KindAttempt], which replay skips).
+//
 // # What this package guarantees
 //
 // A handle is returned only once the task is durable; terminal states
