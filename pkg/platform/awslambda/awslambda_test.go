@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/redis/rueidis"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcptasks/mcptasks/internal/fakesqs"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
@@ -41,6 +44,12 @@ func setup(t *testing.T, vars map[string]string) *env {
 // setupWith is setup with the SQS option withSQS returns.
 func setupWith(t *testing.T, vars map[string]string, withSQS func(*fakesqs.Server) bundle.Option) *env {
 	t.Helper()
+	return setupApp(t, vars, withSQS, examples.App)
+}
+
+// setupApp is setupWith serving app.
+func setupApp(t *testing.T, vars map[string]string, withSQS func(*fakesqs.Server) bundle.Option, app *tasks.App) *env {
+	t.Helper()
 	redisURL := testredis.Start(t)
 	fs := fakesqs.Start(t)
 	qurl := fs.CreateQueue("mcptasks-tasks")
@@ -57,7 +66,7 @@ func setupWith(t *testing.T, vars map[string]string, withSQS func(*fakesqs.Serve
 		t.Fatalf("FromEnv: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	b, err := bundle.New(t.Context(), cfg, log, examples.App, withSQS(fs))
+	b, err := bundle.New(t.Context(), cfg, log, app, withSQS(fs))
 	if err != nil {
 		t.Fatalf("bundle.New: %v", err)
 	}
@@ -356,4 +365,71 @@ func TestSweepScheduledEvent(t *testing.T) {
 func sortStrings(s []string) []string {
 	slices.Sort(s)
 	return s
+}
+
+// With telemetry, the MCP function's tools/call span is the root of the
+// task's trace and its SQS message carries the enqueue's trace context as
+// the "traceparent" message attribute; the worker function's invocation
+// joins that trace under the root and links to the enqueue. Each function
+// flushes its spans before it returns.
+func TestTraceAcrossFunctions(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	var flushes atomic.Int32
+	app := *examples.App
+	app.Telemetry = func(context.Context) (*tasks.Telemetry, error) {
+		return &tasks.Telemetry{TracerProvider: tp, ForceFlush: func(ctx context.Context) error {
+			flushes.Add(1)
+			return tp.ForceFlush(ctx)
+		}}, nil
+	}
+	e := setupApp(t, nil, func(fs *fakesqs.Server) bundle.Option { return awslambda.WithSQS(fs.Client()) }, &app)
+	id := createTask(t, e, 2)
+	if flushes.Load() == 0 {
+		t.Error("the MCP function did not flush its spans")
+	}
+	msgs := sqsMessagesFor(e, id)
+	if len(msgs) != 1 || msgs[0].Attributes["traceparent"] == "" {
+		t.Fatalf("SQS messages %+v, want one with a traceparent attribute", msgs)
+	}
+	carried := msgs[0].Attributes["traceparent"]
+	ev := sqsEvent(t, map[string]string{"m1": msgs[0].Body})
+	ev.Records[0].MessageAttributes = map[string]events.SQSMessageAttribute{"traceparent": {DataType: "String", StringValue: &carried}}
+	before := flushes.Load()
+	if resp, err := awslambda.WorkerHandler(e.b)(t.Context(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("worker: %+v, %v", resp, err)
+	}
+	if flushes.Load() == before {
+		t.Error("the worker function did not flush its spans")
+	}
+	var root, enqueue, advance sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "tools/call batch_report":
+			root = s
+		case "enqueue":
+			if enqueue == nil {
+				enqueue = s
+			}
+		case "advance batch_report":
+			advance = s
+		}
+	}
+	if root == nil || enqueue == nil || advance == nil {
+		t.Fatalf("spans: tools/call %v, enqueue %v, advance %v", root != nil, enqueue != nil, advance != nil)
+	}
+	if got := "00-" + enqueue.SpanContext().TraceID().String() + "-" + enqueue.SpanContext().SpanID().String() + "-01"; got != carried {
+		t.Errorf("message attribute %s, want the enqueue span's context %s", carried, got)
+	}
+	if advance.Parent().SpanID() != root.SpanContext().SpanID() || advance.SpanContext().TraceID() != root.SpanContext().TraceID() {
+		t.Errorf("advance span parent %v, want the tools/call span %v", advance.Parent(), root.SpanContext())
+	}
+	linked := false
+	for _, l := range advance.Links() {
+		linked = linked || l.SpanContext.SpanID() == enqueue.SpanContext().SpanID()
+	}
+	if !linked {
+		t.Errorf("advance span links %v, want the enqueue span", advance.Links())
+	}
 }

@@ -2,6 +2,7 @@ package vercel_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/redis/rueidis"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcptasks/mcptasks/internal/fakeqstash"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
@@ -24,6 +27,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/platform/vercel"
 	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 const (
@@ -43,6 +47,12 @@ type deployment struct {
 }
 
 func deploy(t *testing.T) *deployment {
+	t.Helper()
+	return deployApp(t, examples.App)
+}
+
+// deployApp is deploy serving app.
+func deployApp(t *testing.T, app *tasks.App) *deployment {
 	t.Helper()
 	redisURL := testredis.Start(t)
 	qs := fakeqstash.Start(t)
@@ -79,7 +89,7 @@ func deploy(t *testing.T) *deployment {
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
-	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), examples.App, vercel.WithQStash(nil))
+	b, err := bundle.New(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), app, vercel.WithQStash(nil))
 	if err != nil {
 		t.Fatalf("bundle.New: %v", err)
 	}
@@ -348,4 +358,56 @@ func flip(s string) string {
 		return "BB"
 	}
 	return "AA"
+}
+
+// With telemetry, the MCP function's tools/call span is the root of the
+// task's trace and its QStash publish forwards the enqueue's trace context
+// (Upstash-Forward-Traceparent, delivered as Traceparent); the worker
+// function's invocation joins that trace under the root and links to the
+// enqueue.
+func TestTraceAcrossFunctions(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	app := *examples.App
+	app.Telemetry = func(context.Context) (*tasks.Telemetry, error) {
+		return &tasks.Telemetry{TracerProvider: tp, ForceFlush: tp.ForceFlush}, nil
+	}
+	d := deployApp(t, &app)
+	var ct mcptest.Task
+	d.client.Call(t, "tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 2}}).Decode(t, &ct)
+	pubs := d.publishesFor(ct.TaskID)
+	if len(pubs) != 1 || pubs[0].Header.Get("Upstash-Forward-Traceparent") == "" {
+		t.Fatalf("publishes %+v, want one forwarding a traceparent", pubs)
+	}
+	req := d.qstash.Deliver(t, pubs[0])
+	if status, body := do(t, req); status != http.StatusOK {
+		t.Fatalf("worker: HTTP %d %s", status, body)
+	}
+	var root, enqueue, advance sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "tools/call batch_report":
+			root = s
+		case "enqueue":
+			if enqueue == nil {
+				enqueue = s
+			}
+		case "advance batch_report":
+			advance = s
+		}
+	}
+	if root == nil || enqueue == nil || advance == nil {
+		t.Fatalf("spans: tools/call %v, enqueue %v, advance %v", root != nil, enqueue != nil, advance != nil)
+	}
+	if advance.Parent().SpanID() != root.SpanContext().SpanID() || advance.SpanContext().TraceID() != root.SpanContext().TraceID() {
+		t.Errorf("advance span parent %v, want the tools/call span %v", advance.Parent(), root.SpanContext())
+	}
+	linked := false
+	for _, l := range advance.Links() {
+		linked = linked || l.SpanContext.SpanID() == enqueue.SpanContext().SpanID()
+	}
+	if !linked {
+		t.Errorf("advance span links %v, want the enqueue span %v", advance.Links(), enqueue.SpanContext())
+	}
 }
