@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -22,6 +25,31 @@ func BenchmarkLeanPathGet(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if a := x.send(c.h); a.status != http.StatusOK {
+					b.Fatal(a)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLeanPathGetTraced is BenchmarkLeanPathGet/lean with tracing on
+// (an SDK tracer provider that samples every span and drops it): the cost
+// a deployment pays per tasks/get for its traces, beside the same request
+// untraced.
+func BenchmarkLeanPathGetTraced(b *testing.B) {
+	for _, traced := range []bool{false, true} {
+		var opts tasks.Options
+		name := "off"
+		if traced {
+			opts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter())))
+			name = "on"
+		}
+		d := newDiffServer(b, nil, opts)
+		x := envelope("tasks/get", 1, map[string]any{"taskId": idInput}, withExt)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if a := x.send(d.lean[0]); a.status != http.StatusOK {
 					b.Fatal(a)
 				}
 			}
