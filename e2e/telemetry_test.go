@@ -176,7 +176,11 @@ func TestOneTracePerTaskAcrossProcesses(t *testing.T) {
 		switch {
 		case strings.HasPrefix(s.Name, "advance "):
 			advances[s.process]++
-			if s.SpanContext.TraceID != root.SpanContext.TraceID || s.Parent.SpanID != root.SpanContext.SpanID {
+			// An invocation that found nothing to do (a duplicate
+			// delivery) may not learn the task's trace; one that ran a
+			// step always does.
+			ran := s.attr("mcptasks.advance.skipped") == ""
+			if ran && (s.SpanContext.TraceID != root.SpanContext.TraceID || s.Parent.SpanID != root.SpanContext.SpanID) {
 				t.Errorf("%s in %s: trace %s parent %s; want the child of the tools/call span %s/%s",
 					s.Name, s.process, s.SpanContext.TraceID, s.Parent.SpanID, root.SpanContext.TraceID, root.SpanContext.SpanID)
 			}
