@@ -34,6 +34,10 @@
 //     - the routing check: tasks/* requests must carry an Mcp-Name equal
 //     to params.taskId (-32020), which the go-sdk checks only for its own
 //     methods.
+//     - task streams (listen.go): a subscriptions/listen that names
+//     params.notifications.taskIds is answered here with an SSE stream of
+//     notifications/tasks, when the task store announces its transitions
+//     ([tasks.Watcher]); every other listen goes on to the go-sdk;
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware in package tasks answers task tools and tasks/*.
 //
@@ -140,6 +144,9 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 		o.Logger.Info("lean tasks path off: every request goes through the go-sdk", "reason", ts.LeanPathDisabled())
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
+	}
+	if _, ok := ts.Store().(tasks.Watcher); ok {
+		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
 	return o.mount(h)
 }

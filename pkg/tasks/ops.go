@@ -39,7 +39,7 @@ func (s *Server) GetTask(ctx context.Context, owner, id string) (mcp.Result, err
 		s.log.Error("tasks/get failed", "task", id, "err", err)
 		return nil, storeUnavailable()
 	}
-	return NewDetailedTask(t), nil
+	return NewDetailedTask(s.advised(t)), nil
 }
 
 // CancelTask answers tasks/cancel for owner: an [*Ack] once cancellation is

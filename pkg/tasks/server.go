@@ -36,8 +36,13 @@ type Options struct {
 	// TTL is how long a task stays readable after creation (default 1h,
 	// capped at MaxTTL).
 	TTL time.Duration
-	// PollInterval is the suggested tasks/get interval (default 1s).
+	// PollInterval is the tasks/get interval advised while a task works
+	// (default 1s); PollMin and PollMax bound every advice (defaults 500ms,
+	// or PollInterval if smaller, and 60s, or PollInterval if larger). The
+	// advice is derived from the task: see [Server.PollAdvice].
 	PollInterval time.Duration
+	PollMin      time.Duration
+	PollMax      time.Duration
 	// MaxDuration is the platform's limit for one worker invocation
 	// (default 60s). SafetyMargin is kept free of step work at its end for
 	// the final writes (default 10% of MaxDuration, at least 1s).
@@ -116,6 +121,13 @@ func (o *Options) fill() {
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
+	if o.PollMin <= 0 {
+		o.PollMin = min(500*time.Millisecond, o.PollInterval)
+	}
+	if o.PollMax <= 0 {
+		o.PollMax = max(60*time.Second, o.PollInterval)
+	}
+	o.PollMax = max(o.PollMax, o.PollMin)
 	if o.MaxDuration <= 0 {
 		o.MaxDuration = 60 * time.Second
 	}
@@ -540,7 +552,7 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}
-	return NewCreateTaskResult(task), nil
+	return NewCreateTaskResult(s.advised(task)), nil
 }
 
 // usesParamHeaders reports whether a tool's input schema maps a property to

@@ -35,6 +35,15 @@ func newScript(src string, retryable bool) script {
 
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+` + luaChanged
+
+// luaChanged: changed() announces, in the round trip of the transition
+// itself, that the task's visible state may have changed: a PUBLISH on the
+// task's channel (see Store.Watch), whose name is KEYS[1] (the task hash)
+// plus ":ev", under the task's hash tag. Subscribers re-read the task; the
+// message carries nothing.
+const luaChanged = `
+local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
 `
 
 // createScript: KEYS t j r; ARGV exp, nJournal, nResp, fieldPairs..., journal..., respPairs...
@@ -141,6 +150,7 @@ redis.call('PEXPIREAT', KEYS[3], h[4])
 if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
+  changed()
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
@@ -149,6 +159,7 @@ if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   -- answered): it is due anyway, and working.
   redis.call('HSET', KEYS[1], 'status', 'working')
 end
+changed()
 return 1
 `, true)
 
@@ -165,6 +176,7 @@ end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+changed()
 return {'cancelled', 1}
 `, true)
 
@@ -186,6 +198,7 @@ if h[3] == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
   redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  changed()
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
 if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
@@ -198,6 +211,7 @@ if h[1] == 'input_required' then
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', 'working')
+  changed()
 end
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
 `, false)
@@ -244,6 +258,7 @@ elseif op == 'complete' or op == 'fail' or op == 'cancel' then
 end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], 'updated', now)
+  if ARGV[4] == '1' or nof + nw > 0 then changed() end
   return {0, att, h[2], 0}
 end
 local woke = 0
@@ -272,5 +287,6 @@ else
   else status = 'cancelled' end
   redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
 end
+changed()
 return {0, att, status, woke}
 `, false)
