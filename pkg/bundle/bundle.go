@@ -43,6 +43,8 @@ type Config struct {
 	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
 	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
 	PollInterval   time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
+	PollMin        time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
+	PollMax        time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
 	MaxDuration    time.Duration // MCPTASKS_MAX_DURATION (default 60s)
 	Steps          int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
 	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
@@ -167,6 +169,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	dur("MCPTASKS_TASK_TTL", &c.TaskTTL, time.Hour)
 	dur("MCPTASKS_POLL_INTERVAL", &c.PollInterval, time.Second)
+	dur("MCPTASKS_POLL_MIN", &c.PollMin, min(500*time.Millisecond, c.PollInterval))
+	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
 	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, 5*time.Second)
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
@@ -480,6 +484,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Logger:             log,
 		TTL:                cfg.TaskTTL,
 		PollInterval:       cfg.PollInterval,
+		PollMin:            cfg.PollMin,
+		PollMax:            cfg.PollMax,
 		MaxDuration:        cfg.MaxDuration,
 		StepsPerInvocation: cfg.Steps,
 		StoreTimeout:       cfg.StoreTimeout,
