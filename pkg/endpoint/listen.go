@@ -31,6 +31,7 @@ package endpoint
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -163,7 +164,12 @@ func writeSSE(w http.ResponseWriter, rc *http.ResponseController, v any) error {
 	if _, err := w.Write(buf); err != nil {
 		return err
 	}
-	return rc.Flush()
+	// A writer that cannot flush writes through (aws-lambda-go's lambdaurl
+	// streams each Write through a pipe).
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
 }
 
 // parseListen decodes a subscriptions/listen request and reports whether it
