@@ -14,6 +14,8 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -283,5 +285,40 @@ func TestListenAcrossProcesses(t *testing.T) {
 	m := <-ch
 	if status != 400 || m.Error == nil || m.Error.Code != -32021 {
 		t.Fatalf("listen without the extension: HTTP %d %s", status, m.Raw)
+	}
+}
+
+// TestClientListens: pkg/client follows a task over a listen stream when
+// the server offers one (endpoint and worker in separate processes on a
+// real redis-server): the input request arrives on the stream and is
+// answered, the result arrives on it, and no tasks/get is spent. With
+// WithPolling, the same call polls.
+func TestClientListens(t *testing.T) {
+	s := startClientServer(t, "split", "examples")
+	confirm := client.OnElicit(func(context.Context, *client.InputRequest, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	})
+	c, wire := newTaskClient(s)
+	res, err := c.Call(context.Background(), "confirm_delete", map[string]any{"filename": "a.txt"}, confirm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "deleted a.txt" {
+		t.Fatalf("result %q", got)
+	}
+	if n, m := len(wire.of("subscriptions/listen")), len(wire.of("tasks/get")); n == 0 || m != 0 {
+		t.Fatalf("%d subscriptions/listen and %d tasks/get, want the task followed on a stream alone", n, m)
+	}
+	if len(wire.of("tasks/update")) != 1 {
+		t.Fatalf("tasks/update sent %d times, want once", len(wire.of("tasks/update")))
+	}
+
+	l := &wireLog{}
+	polling := client.New(s.url, client.WithHTTPClient(&http.Client{Transport: l}), client.WithPolling())
+	if _, err := polling.Call(context.Background(), "confirm_delete", map[string]any{"filename": "b.txt"}, confirm); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := len(l.of("subscriptions/listen")), len(l.of("tasks/get")); n != 0 || m == 0 {
+		t.Fatalf("WithPolling: %d subscriptions/listen and %d tasks/get", n, m)
 	}
 }
