@@ -22,6 +22,10 @@
 //     its identity in the context, where both paths below take the
 //     principal from.
 //  4. The tasks layer (ForTasks only):
+//     - task streams (listen.go): a subscriptions/listen that names
+//     params.notifications.taskIds is answered here with an SSE stream of
+//     notifications/tasks, when the task store announces its transitions
+//     ([tasks.Watcher]); every other listen goes on to the go-sdk;
 //     - the lean path answers a well-formed tasks/get, tasks/update,
 //     tasks/cancel or task-creating tools/call itself, parsing the body
 //     once, with exactly the answer the go-sdk would give (it calls the
@@ -33,11 +37,7 @@
 //     serve goes on, unchanged;
 //     - the routing check: tasks/* requests must carry an Mcp-Name equal
 //     to params.taskId (-32020), which the go-sdk checks only for its own
-//     methods.
-//     - task streams (listen.go): a subscriptions/listen that names
-//     params.notifications.taskIds is answered here with an SSE stream of
-//     notifications/tasks, when the task store announces its transitions
-//     ([tasks.Watcher]); every other listen goes on to the go-sdk;
+//     methods;
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware in package tasks answers task tools and tasks/*.
 //

@@ -208,7 +208,7 @@ func BenchmarkNotificationLatency(b *testing.B) {
 
 // benchListen opens a task stream for id and returns what arrives on it:
 // "ack", each notification's status, "result".
-func benchListen(b *testing.B, c *mcptest.Client, id string) (<-chan string, func()) {
+func benchListen(b testing.TB, c *mcptest.Client, id string) (<-chan string, func()) {
 	body, hdr := c.Envelope(tasks.MethodListen, map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, "POST", c.URL, bytes.NewReader(body))
@@ -219,6 +219,7 @@ func benchListen(b *testing.B, c *mcptest.Client, id string) (<-chan string, fun
 	}
 	out := make(chan string, 8)
 	go func() {
+		defer close(out) // a stream cut by its deadline reads as ""
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {

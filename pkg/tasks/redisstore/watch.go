@@ -34,7 +34,8 @@ func (s *Store) eventChannel(id string) string { return s.prefix + "{" + id + "}
 
 // Watch subscribes to the transitions of the tasks ids (see
 // [tasks.Watcher]) on a connection of its own, which it gives back when
-// ctx ends.
+// ctx ends: each open watch holds one Redis connection (rueidis's dedicated
+// pool, BlockingPoolSize, bounds them per process).
 func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*tasks.Subscription, error) {
 	byChannel := make(map[string]string, len(ids))
 	var channels []string
@@ -70,8 +71,12 @@ func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*t
 			once.Do(func() { close(ready) })
 		}
 	})
-	dc, release := s.c.Dedicate()
 	go func() {
+		// A connection of its own (from rueidis's pool of dedicated
+		// connections, which may make it wait: the caller bounds its wait
+		// for Ready), so that ending the watch unsubscribes exactly its
+		// channels and nothing of another watch of the same task.
+		dc, release := s.c.Dedicate()
 		err := dc.Receive(hctx, dc.B().Subscribe().Channel(channels...).Build(), func(m rueidis.PubSubMessage) {
 			if id, ok := byChannel[m.Channel]; ok {
 				fn(id)
