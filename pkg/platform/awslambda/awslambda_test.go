@@ -408,7 +408,11 @@ func TestMCPFunctionURLTaskStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read(`"status":"completed"`)
+	for l := read(`"status":`); !strings.Contains(l, `"status":"completed"`); l = read(`"status":`) {
+		if !strings.Contains(l, `"status":"working"`) { // a new status message of the running step
+			t.Fatalf("stream: %s, want working, then completed", l)
+		}
+	}
 	read(`"resultType":"complete"`)
 	if l, open := <-lines; open {
 		t.Fatalf("stream went on after its result: %s", l)
