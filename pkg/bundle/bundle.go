@@ -443,11 +443,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
-	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2})
 	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
 		b.Close()
 		return nil, err
 	}
+	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2}
+	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
+		// The queue is in the same Redis: each transition enqueues in its
+		// own script (a worker step saves a round trip).
+		sopts.Queue = b.consumer
+	}
+	store := redisstore.New(client, sopts)
 	var so mcp.ServerOptions
 	if app.ServerOptions != nil {
 		so = *app.ServerOptions
@@ -557,13 +563,13 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) error {
+	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (bool, error) {
 		res, err := b.Tasks.Advance(ctx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return nil
+		return res.Settled, nil
 	})
 }
 

@@ -25,6 +25,11 @@ type AdvanceResult struct {
 	Skipped bool
 	// Reason explains a skip.
 	Reason string
+	// Settled reports that the store already enqueued the task's next turn
+	// or dropped its message in the write that ended this invocation (see
+	// Dispatcher): a queue whose messages the store writes needs no
+	// acknowledgement of this delivery.
+	Settled bool
 }
 
 // worker holds what Advance needs.
@@ -124,7 +129,10 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 	case out.susp != nil:
 		switch out.susp.kind {
 		case suspendStop:
+			// A commit of the run made the task terminal (a requested
+			// cancellation), or the claim was lost.
 			res.Status = c.Task.Status
+			res.Settled = w.s.dispatch && res.Status.Terminal()
 			return res, nil
 		case suspendContinue:
 			ch.Release, enqueue = true, true
@@ -174,6 +182,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		return res, err
 	}
 	res.Status = c.Task.Status
+	res.Settled = w.s.dispatch
 	if ch.Sleep {
 		// The store may have cut the sleep short (an answer arrived
 		// while the run went on): the task then runs again now.
@@ -192,7 +201,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		}
 		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(keys), slog.String("tool", c.Task.Tool))
 	}
-	if enqueue && !res.Status.Terminal() {
+	if enqueue && !res.Status.Terminal() && !w.s.dispatch {
 		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
 			// The sweeper re-enqueues it: the write above is what counts.
 			w.log.Warn("enqueue failed; the sweeper will recover the task", "task", c.Task.ID, "err", err)

@@ -47,6 +47,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/redis/rueidis"
 )
@@ -62,6 +63,16 @@ type Options struct {
 	// IndexTTL is the expiry refreshed on the due index at every write;
 	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
 	IndexTTL time.Duration
+	// Queue, when set, is the Redis queue on the same standalone Redis
+	// server that the tasks are dispatched to: the store enqueues a task
+	// in the same atomic script as the transition that makes it runnable
+	// (creation, a commit that releases it or parks it with a deadline, an
+	// update that resumes it) and drops its message when it ends or
+	// parks without a deadline, so a worker step costs one round trip
+	// less and the caller enqueues nothing after those transitions (see
+	// Store.Dispatches). Never set it on a Redis Cluster: the queue's keys
+	// live in another slot than a task's.
+	Queue *redisqueue.Queue
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
@@ -70,6 +81,8 @@ type Store struct {
 	prefix   string
 	grace    time.Duration
 	indexTTL time.Duration
+	sc       scripts
+	qkeys    []string // the queue's keys when dispatching, else nil
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -89,8 +102,25 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.Queue != nil {
+		q, w := o.Queue.Keys()
+		s.qkeys = []string{q, w}
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL().Milliseconds()))
+	} else {
+		s.sc = newScripts(noDispatchLua)
+	}
+	return s
 }
+
+// Dispatches reports whether the store enqueues tasks itself (see
+// Options.Queue): tasks.Server then does not enqueue after a creation, a
+// worker's commit or a resuming update.
+func (s *Store) Dispatches() bool { return s.qkeys != nil }
+
+// withQueue appends the queue's keys to a transition script's keys when
+// the store dispatches.
+func (s *Store) withQueue(keys ...string) []string { return append(keys, s.qkeys...) }
 
 func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
@@ -254,7 +284,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
 	}
-	args := []string{ms(exp), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
 	args = append(args, fields...)
 	for _, e := range nt.Journal {
 		b, err := json.Marshal(e)
@@ -277,7 +307,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, s.schedule(nt.ID, now.Add(s.grace)), nil)
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -426,12 +456,12 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	keys := []string{t, p, r, s.offersKey(id)}
-	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
+	keys := s.withQueue(t, p, r, s.offersKey(id))
+	res, _ := s.exec(ctx, s.sc.update, keys, args, nil, nil)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
 		args[2] = "apply"
-		res, _ = s.exec(ctx, updateScript, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		res, _ = s.exec(ctx, s.sc.update, keys, args, s.schedule(id, now.Add(s.grace)), nil)
 		n, err = res.AsInt64()
 	}
 	if err != nil {
@@ -452,7 +482,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	arr, err := s.sc.cancel.lua.Exec(ctx, s.c, s.withQueue(t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
@@ -482,7 +512,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, claimScript, []string{t, p, j, r, s.offersKey(id)},
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(t, p, j, r, s.offersKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
 			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
 	var arr []rueidis.RedisMessage
@@ -646,7 +676,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, commitScript, []string{t, p, j, r, s.offersKey(id)}, args, nil, after)
+	res, err := s.exec(ctx, s.sc.commit, s.withQueue(t, p, j, r, s.offersKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()

@@ -3,7 +3,9 @@ package redisstore
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/redis/rueidis"
 )
 
@@ -12,6 +14,42 @@ import (
 type script struct {
 	lua *rueidis.Lua
 	sha string
+}
+
+// dispatchLua is the prelude of the scripts of a Store that enqueues
+// through a Redis queue on the same server (Options.Queue): the queue's
+// sorted set and wake list are the last two KEYS, the task id is the hash
+// tag of KEYS[1], and dispatch(at) / undispatch() enqueue the task at at
+// (Unix ms) or drop its message, in the script's atomic write.
+func dispatchLua(ttlMs int64) string {
+	return redisqueue.LuaEnqueue + `
+local DQ, DW = KEYS[#KEYS-1], KEYS[#KEYS]
+local DID = string.match(KEYS[1], '{([^{}]*)}$')
+local function dispatch(at) enqueue(DQ, DW, DID, at, '` + strconv.FormatInt(ttlMs, 10) + `') end
+local function undispatch() redis.call('ZREM', DQ, DID) end
+`
+}
+
+// noDispatchLua is the prelude of a Store that leaves enqueues to its
+// caller.
+const noDispatchLua = `
+local function dispatch(at) end
+local function undispatch() end
+`
+
+// scripts are a Store's transition scripts, with its dispatch prelude.
+type scripts struct {
+	create, update, cancel, claim, commit script
+}
+
+func newScripts(prelude string) scripts {
+	return scripts{
+		create: newScript(prelude+createLua, false),
+		update: newScript(prelude+updateLua, true),
+		cancel: newScript(prelude+cancelLua, true),
+		claim:  newScript(prelude+claimLua, false),
+		commit: newScript(prelude+commitLua, false),
+	}
 }
 
 func newScript(src string, retryable bool) script {
@@ -37,25 +75,27 @@ const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
 `
 
-// createScript: KEYS t j r; ARGV exp, nJournal, nResp, fieldPairs..., journal..., respPairs...
-var createScript = newScript(`
+// createLua: KEYS t j r; ARGV exp, now, nJournal, nResp, fieldPairs...,
+// journal..., respPairs... The new task is dispatched now.
+const createLua = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
-local nj = tonumber(ARGV[2])
-local nr = tonumber(ARGV[3])
-local nf = #ARGV - 3 - nj - 2*nr
+local nj = tonumber(ARGV[3])
+local nr = tonumber(ARGV[4])
+local nf = #ARGV - 4 - nj - 2*nr
 local fields = {}
-for i = 4, 3 + nf do fields[#fields+1] = ARGV[i] end
+for i = 5, 4 + nf do fields[#fields+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIREAT', KEYS[1], exp)
-local base = 3 + nf
+local base = 4 + nf
 for i = 1, nj do redis.call('RPUSH', KEYS[2], ARGV[base+i]) end
 if nj > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
 base = base + nj
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+dispatch(ARGV[2])
 return 1
-`, false)
+`
 
 // reserveScript: KEYS live; ARGV now id exp max. Takes a place for id in
 // an owner's live set (members are task ids scored by their expiry): drops
@@ -105,7 +145,7 @@ return 1
 // mode "apply" applies them in any case.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
 // resumed, 3 (try) would resume.
-var updateScript = newScript(luaTerminal+`
+const updateLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
 if terminal(h[2]) then return 0 end
@@ -141,6 +181,7 @@ redis.call('PEXPIREAT', KEYS[3], h[4])
 if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
+  dispatch(ARGV[2])
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
@@ -150,11 +191,11 @@ if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   redis.call('HSET', KEYS[1], 'status', 'working')
 end
 return 1
-`, true)
+`
 
 // cancelScript: KEYS t p o; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
-var cancelScript = newScript(luaTerminal+`
+const cancelLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
 if terminal(h[2]) then return {h[2], 0} end
@@ -165,8 +206,9 @@ end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HDEL', KEYS[1], 'msg')
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+undispatch()
 return {'cancelled', 1}
-`, true)
+`
 
 // claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
@@ -174,18 +216,23 @@ return {'cancelled', 1}
 // NF (not found), T (terminal), X (made terminal here: cancellation was
 // requested), L (leased), P (parked for input), W (sleeping until wake) or C
 // (claimed).
-var claimScript = newScript(luaTerminal+`
+const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
 if not h[1] then return {'NF', 0, 0, 0} end
 local wake = tonumber(h[4] or '0')
 if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
 local lease = tonumber(h[2] or '0')
-if lease > now then return {'L', 0, 0, lease} end
+if lease > now then
+  -- Held by a live worker: this delivery comes back when the lease ends.
+  dispatch(h[2])
+  return {'L', 0, 0, lease}
+end
 if h[3] == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
   redis.call('HDEL', KEYS[1], 'msg')
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  undispatch()
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
 if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
@@ -200,7 +247,7 @@ if h[1] == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'working')
 end
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
-`, false)
+`
 
 // commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
 // payload wake any nPark nAppend nOffer nWithdraw nWatch, then nAppend
@@ -216,7 +263,7 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 // meanwhile (its response is there), parked in input_required with no
 // blocking keys until wake if offers are outstanding, and released until
 // wake otherwise.
-var commitScript = newScript(luaTerminal+`
+const commitLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
 if not h[1] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
@@ -259,13 +306,16 @@ if op == 'release' then
   status = 'working'
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', wake, 'updated', now)
+  if wake == '0' then dispatch(now) else dispatch(wake) end
 elseif op == 'park' then
   status = 'input_required'
   redis.call('DEL', KEYS[2])
   for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
   redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', wake, 'updated', now)
+  if wake == '0' then undispatch() else dispatch(wake) end
 else
+  undispatch()
   redis.call('DEL', KEYS[2], KEYS[5])
   if op == 'complete' then status = 'completed'; redis.call('HSET', KEYS[1], 'result', ARGV[7])
   elseif op == 'fail' then status = 'failed'; redis.call('HSET', KEYS[1], 'error', ARGV[7])
@@ -273,4 +323,4 @@ else
   redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
 end
 return {0, att, status, woke}
-`, false)
+`
