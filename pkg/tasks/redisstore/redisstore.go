@@ -368,13 +368,14 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
-	pending, err := arr[1].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
-	}
-	offers, err := arr[2].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+	var pending, offers map[string]string
+	if len(arr) == 3 { // input_required: its outstanding input too
+		if pending, err = arr[1].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+		}
+		if offers, err = arr[2].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+		}
 	}
 	return decodeTask(id, h, pending, offers)
 }

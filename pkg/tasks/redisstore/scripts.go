@@ -112,13 +112,21 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash,
-// outstanding input hash, outstanding offers hash}, or false when the task
-// is missing or owned by someone else. Read-only, so retryable.
+// getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash}
+// or, for a task in input_required, {task hash, outstanding input hash,
+// outstanding offers hash}; false when the task is missing or owned by
+// someone else (the same one command either way). Read-only, so retryable.
 var getScript = newScript(`
 local o = redis.call('HGET', KEYS[1], 'owner')
 if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
-return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h, 2 do
+  if h[i] == 'status' then
+    if h[i+1] ~= 'input_required' then return {h} end
+    break
+  end
+end
+return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
 
 // rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
@@ -204,8 +212,7 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return {h[2], 0}
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HDEL', KEYS[1], 'msg')
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 undispatch()
 return {'cancelled', 1}
 `
@@ -218,7 +225,7 @@ return {'cancelled', 1}
 // (claimed).
 const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
-local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
+local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att', 'gen')
 if not h[1] then return {'NF', 0, 0, 0} end
 local wake = tonumber(h[4] or '0')
 if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
@@ -230,21 +237,21 @@ if lease > now then
 end
 if h[3] == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
-  redis.call('HDEL', KEYS[1], 'msg')
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
   undispatch()
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
 if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
 if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
-local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
-local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
-redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
+local gen = tonumber(h[6] or '0') + 1
+local att = tonumber(h[5] or '0') + 1
 if h[1] == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', 'working')
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]), 'status', 'working')
+else
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]))
 end
 return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
 `
@@ -281,16 +288,18 @@ if nof > 0 then redis.call('PEXPIREAT', KEYS[5], exp) end
 i = i + 2*nof
 for k = 1, nw do redis.call('HDEL', KEYS[5], ARGV[i+k]) end
 local watch = i + nw
-if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
+-- Every field this commit sets, written by one HSET at the end.
+local set = {'updated', now}
+if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
 if ARGV[4] == '1' and not cancelled then
-  redis.call('HSET', KEYS[1], 'msg', ARGV[5])
+  set[#set+1] = 'msg'; set[#set+1] = ARGV[5]
 elseif op == 'complete' or op == 'fail' or op == 'cancel' then
-  redis.call('HDEL', KEYS[1], 'msg')
+  set[#set+1] = 'msg'; set[#set+1] = ''
 end
 if op == 'keep' then
-  redis.call('HSET', KEYS[1], 'updated', now)
+  redis.call('HSET', KEYS[1], unpack(set))
   return {0, att, h[2], 0}
 end
 local woke = 0
@@ -301,26 +310,29 @@ if op == 'sleep' then
   end
   if woke == 0 and redis.call('EXISTS', KEYS[5]) == 1 then op = 'park'; np = 0 end
 end
+-- A task under a lease has no blocking input (KEYS[2]): the claim that
+-- took it out of input_required deleted it.
 local status
 if op == 'release' then
   status = 'working'
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', wake, 'updated', now)
   if wake == '0' then dispatch(now) else dispatch(wake) end
 elseif op == 'park' then
   status = 'input_required'
-  redis.call('DEL', KEYS[2])
   for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
-  redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', wake, 'updated', now)
+  set[#set+1] = 'any'; set[#set+1] = ARGV[9]
   if wake == '0' then undispatch() else dispatch(wake) end
 else
-  undispatch()
-  redis.call('DEL', KEYS[2], KEYS[5])
-  if op == 'complete' then status = 'completed'; redis.call('HSET', KEYS[1], 'result', ARGV[7])
-  elseif op == 'fail' then status = 'failed'; redis.call('HSET', KEYS[1], 'error', ARGV[7])
+  redis.call('DEL', KEYS[5])
+  if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
+  elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
   else status = 'cancelled' end
-  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
+  wake = '0'
+  undispatch()
 end
+set[#set+1] = 'status'; set[#set+1] = status
+set[#set+1] = 'lease'; set[#set+1] = '0'
+set[#set+1] = 'wake'; set[#set+1] = wake
+redis.call('HSET', KEYS[1], unpack(set))
 return {0, att, status, woke}
 `
