@@ -130,19 +130,27 @@ func (q *Queue) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(
 
 // enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
 // it pushes a token on the wake list (bounded) for an idle consumer.
-// LuaEnqueue defines the Lua function enqueue(q, w, id, at, ttl) that
-// every enqueue of a Queue runs, for stores that enqueue inside their own
-// scripts: q and w are the queue's Key and Key+":wake" (see [Queue.Keys]),
-// at the due time in Unix milliseconds, ttl the key expiry in milliseconds
-// ([Queue.KeyTTL]). Such a script must declare q and w among its KEYS, so
-// it runs only where they share a node with its other keys (a standalone
-// Redis, not a Cluster).
+// LuaEnqueue defines the Lua function enqueue(q, w, id, at, ttl, quiet)
+// that every enqueue of a Queue runs, for stores that enqueue inside their
+// own scripts: q and w are the queue's Key and Key+":wake" (see
+// [Queue.Keys]), at the due time in Unix milliseconds, ttl the key expiry
+// in milliseconds ([Queue.KeyTTL]). Unless quiet is true it pushes a token
+// that wakes an idle consumer; quiet suits an enqueue by the consumer that
+// handles the message (a worker's commit), which receives again right
+// after. Such a script must declare q and w among its KEYS, so it runs only
+// where they share a node with its other keys (a standalone Redis, not a
+// Cluster).
 const LuaEnqueue = `
-local function enqueue(q, w, id, at, ttl)
-  local cur = redis.call('ZSCORE', q, id)
-  if not cur or tonumber(cur) % 1 ~= 0 or tonumber(at) < tonumber(cur) then
-    if redis.call('ZADD', q, at, id) == 1 then redis.call('PEXPIRE', q, ttl) end
+local function enqueue(q, w, id, at, ttl, quiet)
+  if redis.call('ZADD', q, 'LT', at, id) == 1 then
+    redis.call('PEXPIRE', q, ttl)
+  else
+    -- Present: LT made it due earlier, or kept it. A receipt (the message
+    -- is being handled) gives way to the new time, so Ack keeps it.
+    local cur = redis.call('ZSCORE', q, id)
+    if tonumber(cur) % 1 ~= 0 then redis.call('ZADD', q, at, id) end
   end
+  if quiet then return end
   local n = redis.call('LPUSH', w, '1')
   if n == 1 then redis.call('PEXPIRE', w, ttl) elseif n > 64 then redis.call('LTRIM', w, 0, 63) end
 end
@@ -150,21 +158,19 @@ end
 
 // enqueueScript: KEYS q w; ARGV id at ttl.
 var enqueueScript = rueidis.NewLuaScript(LuaEnqueue + `
-enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
+enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], false)
 return 1
 `)
 
-// receiveScript: KEYS q; ARGV now receipt. Takes the earliest due message
-// and hides it until the receipt; returns {id, receipt}, or {false, the
-// earliest score or false} when nothing is due.
+// receiveScript: KEYS q; ARGV now receipt. Takes the earliest message if
+// it is due and hides it until the receipt; returns {id, receipt}, or
+// {false, the earliest score or false} when nothing is due.
 var receiveScript = rueidis.NewLuaScript(`
-local r = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 1)
-if #r == 0 then
-  local n = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {false, n[2] or false}
-end
-redis.call('ZADD', KEYS[1], ARGV[2], r[1])
-return {r[1], ARGV[2]}
+local n = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #n == 0 then return {false, false} end
+if tonumber(n[2]) > tonumber(ARGV[1]) then return {false, n[2]} end
+redis.call('ZADD', KEYS[1], ARGV[2], n[1])
+return {n[1], ARGV[2]}
 `)
 
 // ackScript: KEYS q; ARGV id receipt [at]. If the message still holds the

@@ -11,6 +11,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 	"github.com/redis/rueidis"
@@ -43,6 +44,151 @@ func TestStoreContract(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) tasks.Store {
 				return New(c, &Options{Prefix: uniquePrefix()})
 			})
+		})
+		// The same contract holds for a store that enqueues in its scripts.
+		t.Run(b.name+"+dispatch", func(t *testing.T) {
+			c := b.client(t)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				prefix := uniquePrefix()
+				return New(c, &Options{Prefix: prefix, Queue: redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})})
+			})
+		})
+	}
+}
+
+// A dispatching store keeps each live task's message in the queue at the
+// time it must run next, in the same script as the transition: now at
+// creation, the lease's end when a claim finds the task held, now or the
+// wake time when a commit releases it, the deadline of a park (none
+// without one), now when an update resumes it; a task that ends has none.
+// Only enqueues that an idle consumer must see push a wake token: a
+// worker's own commit does not.
+func TestDispatch(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			prefix := uniquePrefix()
+			q := redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
+			s := New(c, &Options{Prefix: prefix, Queue: q})
+			if !s.Dispatches() || New(c, nil).Dispatches() {
+				t.Fatal("Dispatches() must be true exactly when Options.Queue is set")
+			}
+			qkey, wkey := q.Keys()
+			ctx := t.Context()
+			now := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond)
+			queued := func(id string) (time.Time, bool) {
+				t.Helper()
+				sc, err := c.Do(ctx, c.B().Zscore().Key(qkey).Member(id).Build()).AsFloat64()
+				if rueidis.IsRedisNil(err) {
+					return time.Time{}, false
+				}
+				if err != nil {
+					t.Fatalf("ZSCORE: %v", err)
+				}
+				return time.UnixMilli(int64(sc)), true
+			}
+			want := func(stage, id string, at time.Time) {
+				t.Helper()
+				got, ok := queued(id)
+				switch {
+				case at.IsZero() && ok:
+					t.Errorf("%s: message due at %v, want none", stage, got)
+				case !at.IsZero() && !ok:
+					t.Errorf("%s: no message, want one due at %v", stage, at)
+				case !at.IsZero() && !got.Equal(at):
+					t.Errorf("%s: message due at %v, want %v", stage, got, at)
+				}
+			}
+			tokens := func() int64 {
+				t.Helper()
+				n, err := c.Do(ctx, c.B().Llen().Key(wkey).Build()).AsInt64()
+				if err != nil {
+					t.Fatalf("LLEN: %v", err)
+				}
+				return n
+			}
+			create := func() string {
+				t.Helper()
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+
+			// The queue's consumer takes the message before each claim, as a
+			// worker does (times lie in the past so that it is due).
+			take := func(id string) {
+				t.Helper()
+				d, ok, _, err := q.Receive(ctx)
+				if err != nil || !ok || d.TaskID != id {
+					t.Fatalf("Receive = %+v, %v, %v; want %s", d, ok, err, id)
+				}
+			}
+			id := create()
+			want("after Create", id, now)
+			if tokens() != 1 {
+				t.Errorf("after Create: %d wake tokens, want 1", tokens())
+			}
+			take(id)
+			cl, err := s.Claim(ctx, id, now, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := tokens()
+			wake := now.Add(30 * time.Minute)
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a commit that sleeps", id, wake)
+			if got := tokens(); got != before {
+				t.Errorf("a worker's commit pushed %d wake tokens, want none", got-before)
+			}
+			take(id)
+			if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a park without a deadline", id, time.Time{})
+			if _, err := s.Update(ctx, "o", id, map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, wake); err != nil {
+				t.Fatal(err)
+			}
+			want("after a resuming update", id, wake)
+			take(id)
+			if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			deadline := wake.Add(time.Minute)
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a park with a deadline", id, deadline)
+			take(id)
+			if cl, err = s.Claim(ctx, id, deadline, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+				t.Fatal(err)
+			}
+			want("after completion", id, time.Time{})
+
+			held := create()
+			take(held)
+			if _, err := s.Claim(ctx, held, now, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, tasks.ErrLeased) {
+				t.Fatalf("second Claim: %v, want ErrLeased", err)
+			}
+			want("after a Claim that found a live lease", held, now.Add(time.Minute))
+
+			other := create()
+			if _, _, err := s.Cancel(ctx, "o", other, now); err != nil {
+				t.Fatal(err)
+			}
+			want("after a cancel that ended the task", other, time.Time{})
 		})
 	}
 }

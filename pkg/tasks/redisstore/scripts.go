@@ -19,13 +19,14 @@ type script struct {
 // dispatchLua is the prelude of the scripts of a Store that enqueues
 // through a Redis queue on the same server (Options.Queue): the queue's
 // sorted set and wake list are the last two KEYS, the task id is the hash
-// tag of KEYS[1], and dispatch(at) / undispatch() enqueue the task at at
-// (Unix ms) or drop its message, in the script's atomic write.
+// tag of KEYS[1], and dispatch(at, quiet) / undispatch() enqueue the task
+// at at (Unix ms; quiet: without waking an idle consumer, for a worker's
+// own commit) or drop its message, in the script's atomic write.
 func dispatchLua(ttlMs int64) string {
 	return redisqueue.LuaEnqueue + `
 local DQ, DW = KEYS[#KEYS-1], KEYS[#KEYS]
 local DID = string.match(KEYS[1], '{([^{}]*)}$')
-local function dispatch(at) enqueue(DQ, DW, DID, at, '` + strconv.FormatInt(ttlMs, 10) + `') end
+local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + strconv.FormatInt(ttlMs, 10) + `', quiet) end
 local function undispatch() redis.call('ZREM', DQ, DID) end
 `
 }
@@ -33,7 +34,7 @@ local function undispatch() redis.call('ZREM', DQ, DID) end
 // noDispatchLua is the prelude of a Store that leaves enqueues to its
 // caller.
 const noDispatchLua = `
-local function dispatch(at) end
+local function dispatch(at, quiet) end
 local function undispatch() end
 `
 
@@ -315,13 +316,13 @@ end
 local status
 if op == 'release' then
   status = 'working'
-  if wake == '0' then dispatch(now) else dispatch(wake) end
+  if wake == '0' then dispatch(now, true) else dispatch(wake, true) end
 elseif op == 'park' then
   status = 'input_required'
   for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
   set[#set+1] = 'any'; set[#set+1] = ARGV[9]
-  if wake == '0' then undispatch() else dispatch(wake) end
+  if wake == '0' then undispatch() else dispatch(wake, true) end
 else
   redis.call('DEL', KEYS[5])
   if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
