@@ -164,10 +164,10 @@ type Server struct {
 	queue Queue
 	// dispatch: the store enqueues in its own transitions (Dispatcher).
 	dispatch bool
-	opts  Options
-	log   *slog.Logger
-	tools map[string]*tool
-	impl  *mcp.Implementation
+	opts     Options
+	log      *slog.Logger
+	tools    map[string]*tool
+	impl     *mcp.Implementation
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string

@@ -105,8 +105,8 @@ func New(c rueidis.Client, opts *Options) *Store {
 	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
 	if o.Queue != nil {
 		q, w := o.Queue.Keys()
-		s.qkeys = []string{q, w}
-		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL().Milliseconds()))
+		s.qkeys = []string{s.dueKey(), q, w}
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
 	} else {
 		s.sc = newScripts(noDispatchLua)
 	}
@@ -118,9 +118,27 @@ func New(c rueidis.Client, opts *Options) *Store {
 // worker's commit or a resuming update.
 func (s *Store) Dispatches() bool { return s.qkeys != nil }
 
-// withQueue appends the queue's keys to a transition script's keys when
-// the store dispatches.
+// withQueue appends the due index and the queue's keys to a transition
+// script's keys when the store dispatches (see dispatchLua).
 func (s *Store) withQueue(keys ...string) []string { return append(keys, s.qkeys...) }
+
+// withLive is withQueue for Commit and Cancel, which also drop an ended
+// task from owner's live set.
+func (s *Store) withLive(owner string, keys ...string) []string {
+	if s.qkeys == nil {
+		return keys
+	}
+	return append(append(keys, s.liveKey(owner)), s.qkeys...)
+}
+
+// index returns cmds unless the store dispatches: its scripts then keep
+// the due index themselves.
+func (s *Store) index(cmds ...rueidis.Completed) []rueidis.Completed {
+	if s.qkeys != nil {
+		return nil
+	}
+	return cmds
+}
 
 func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
@@ -307,7 +325,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, s.index(s.schedule(nt.ID, now.Add(s.grace))...), nil)
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -458,6 +476,9 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 		args = append(args, k, string(v))
 	}
 	keys := s.withQueue(t, p, r, s.offersKey(id))
+	if s.Dispatches() {
+		args[2] = "apply" // the script moves the due entry itself
+	}
 	res, _ := s.exec(ctx, s.sc.update, keys, args, nil, nil)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
@@ -483,7 +504,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := s.sc.cancel.lua.Exec(ctx, s.c, s.withQueue(t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
+	arr, err := s.sc.cancel.lua.Exec(ctx, s.c, s.withLive(owner, t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
@@ -496,7 +517,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	st, _ := arr[0].ToString()
 	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
-	if status.Terminal() {
+	if status.Terminal() && !s.Dispatches() {
 		if err := s.forget(ctx, id, owner); err != nil {
 			return status, ended == 1, err
 		}
@@ -514,8 +535,8 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
 	res, err := s.exec(ctx, s.sc.claim, s.withQueue(t, p, j, r, s.offersKey(id)),
-		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
+			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -526,7 +547,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	code, _ := arr[0].ToString()
 	switch code {
 	case "NF":
-		_ = s.Schedule(ctx, id, time.Time{})
+		if !s.Dispatches() {
+			_ = s.Schedule(ctx, id, time.Time{})
+		}
 		return nil, tasks.ErrNotFound
 	case "L":
 		return nil, tasks.ErrLeased
@@ -677,7 +700,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, s.sc.commit, s.withQueue(t, p, j, r, s.offersKey(id)), args, nil, after)
+	if s.Dispatches() {
+		after, due = nil, time.Time{} // the script keeps the due index
+	}
+	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -712,6 +738,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if woke == 1 || ended {
 			c.Task.WakeAt = time.Time{}
 		}
+	}
+	if s.Dispatches() {
+		return nil
 	}
 	if woke == 1 {
 		// An answer cut the sleep short: the task runs again now.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
+	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/redis/rueidis"
@@ -17,25 +18,45 @@ type script struct {
 }
 
 // dispatchLua is the prelude of the scripts of a Store that enqueues
-// through a Redis queue on the same server (Options.Queue): the queue's
-// sorted set and wake list are the last two KEYS, the task id is the hash
-// tag of KEYS[1], and dispatch(at, quiet) / undispatch() enqueue the task
-// at at (Unix ms; quiet: without waking an idle consumer, for a worker's
-// own commit) or drop its message, in the script's atomic write.
-func dispatchLua(ttlMs int64) string {
+// through a Redis queue on the same standalone server (Options.Queue). Its
+// scripts also keep the due index themselves, so that every transition is
+// one round trip: the queue's sorted set and wake list are the last two
+// KEYS, the due index the one before (and, for Commit and Cancel, the
+// owner's live set before it); the task id is the hash tag of KEYS[1].
+//
+//   - dispatch(at, quiet) / undispatch() enqueue the task at at (Unix ms;
+//     quiet: without waking an idle consumer, for a worker's own commit) or
+//     drop its message;
+//   - due(at) sets the task's time in the due index, dueLT(at) sets it
+//     unless it is earlier already, undue(live) removes it (and the task from the
+//     live set live, if given); GRACE is Options.EnqueueGrace and INDEXTTL
+//     Options.IndexTTL, in ms.
+func dispatchLua(queueTTL, grace, indexTTL time.Duration) string {
+	n := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return redisqueue.LuaEnqueue + `
-local DQ, DW = KEYS[#KEYS-1], KEYS[#KEYS]
+local DQ, DW, DUE = KEYS[#KEYS-1], KEYS[#KEYS], KEYS[#KEYS-2]
 local DID = string.match(KEYS[1], '{([^{}]*)}$')
-local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + strconv.FormatInt(ttlMs, 10) + `', quiet) end
+local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
+local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
 local function undispatch() redis.call('ZREM', DQ, DID) end
+local function due(at) redis.call('ZADD', DUE, at, DID) end
+local function dueLT(at) redis.call('ZADD', DUE, 'LT', at, DID) end
+local function undue(live)
+  redis.call('ZREM', DUE, DID)
+  if live then redis.call('ZREM', live, DID) end
+end
 `
 }
 
 // noDispatchLua is the prelude of a Store that leaves enqueues to its
-// caller.
+// caller and writes the due index in the pipelines around its scripts.
 const noDispatchLua = `
+local GRACE, INDEXTTL = 0, 0
 local function dispatch(at, quiet) end
 local function undispatch() end
+local function due(at) end
+local function dueLT(at) end
+local function undue(live) end
 `
 
 // scripts are a Store's transition scripts, with its dispatch prelude.
@@ -95,6 +116,10 @@ base = base + nj
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 dispatch(ARGV[2])
+if INDEXTTL > 0 then
+  due(tonumber(ARGV[2]) + GRACE)
+  redis.call('PEXPIRE', DUE, INDEXTTL)
+end
 return 1
 `
 
@@ -191,6 +216,7 @@ if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
   dispatch(ARGV[2])
+  due(tonumber(ARGV[2]) + GRACE)
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
@@ -215,6 +241,7 @@ end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 undispatch()
+undue(KEYS[#KEYS-3])
 return {'cancelled', 1}
 `
 
@@ -227,7 +254,10 @@ return {'cancelled', 1}
 const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
 local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att', 'gen')
-if not h[1] then return {'NF', 0, 0, 0} end
+if not h[1] then
+  undue()
+  return {'NF', 0, 0, 0}
+end
 local wake = tonumber(h[4] or '0')
 if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
 local lease = tonumber(h[2] or '0')
@@ -246,6 +276,8 @@ if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0
 if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
 local gen = tonumber(h[6] or '0') + 1
 local att = tonumber(h[5] or '0') + 1
+-- No later than the lease's end: a worker that dies is recovered then.
+dueLT(now + tonumber(ARGV[2]))
 if h[1] == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
@@ -316,13 +348,25 @@ end
 local status
 if op == 'release' then
   status = 'working'
-  if wake == '0' then dispatch(now, true) else dispatch(wake, true) end
+  if wake == '0' then
+    dispatch(now, true)
+    dueLT(tonumber(now) + GRACE)
+  else
+    dispatch(wake, true)
+    due(tonumber(wake) + GRACE)
+  end
 elseif op == 'park' then
   status = 'input_required'
   for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
   set[#set+1] = 'any'; set[#set+1] = ARGV[9]
-  if wake == '0' then undispatch() else dispatch(wake, true) end
+  if wake == '0' then
+    undispatch()
+    due(exp)
+  else
+    dispatch(wake, true)
+    due(tonumber(wake) + GRACE)
+  end
 else
   redis.call('DEL', KEYS[5])
   if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
@@ -330,6 +374,7 @@ else
   else status = 'cancelled' end
   wake = '0'
   undispatch()
+  undue(KEYS[#KEYS-3])
 end
 set[#set+1] = 'status'; set[#set+1] = status
 set[#set+1] = 'lease'; set[#set+1] = '0'
