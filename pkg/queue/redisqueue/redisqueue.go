@@ -99,7 +99,6 @@ const DefaultPoll = 30 * time.Second
 // consumer notices a Redis that came back within a second.
 const errorBackoff = time.Second
 
-
 func (q *Queue) wakeKey() string { return q.o.Key + ":wake" }
 
 // idle waits up to d for an enqueue (a token on the wake list), or until

@@ -301,6 +301,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
+		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
 	}
 	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
 	args = append(args, fields...)

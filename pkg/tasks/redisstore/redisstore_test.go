@@ -3,6 +3,7 @@ package redisstore
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -661,5 +662,55 @@ func TestCreateRoundTrips(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A task written before the hash flags existed (no j, r, of, lim) is
+// claimed with its journal and responses, ends with its offers dropped, and
+// leaves its owner's live set: a missing flag counts as set.
+func TestTaskWithoutFlags(t *testing.T) {
+	for _, b := range backends() {
+		for _, dispatch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dispatch=%v", b.name, dispatch), func(t *testing.T) {
+				c := b.client(t)
+				prefix := uniquePrefix()
+				o := &Options{Prefix: prefix}
+				if dispatch {
+					o.Queue = redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
+				}
+				s := New(c, o)
+				ctx := t.Context()
+				now := time.Now().Truncate(time.Millisecond)
+				id := tasks.NewID()
+				entry := tasks.Entry{Name: "a", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now,
+					Journal: []tasks.Entry{entry}, Responses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, MaxLive: 5}); err != nil {
+					t.Fatal(err)
+				}
+				tkey, _, _, _ := s.keys(id)
+				if err := c.Do(ctx, c.B().Hdel().Key(tkey).Field("j", "r", "of", "lim").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				cl, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cl.Journal) != 1 || cl.Journal[0].Name != "a" || len(cl.Responses) != 1 {
+					t.Fatalf("claim of a task without flags: journal %+v, responses %v; want its entry and response", cl.Journal, cl.Responses)
+				}
+				if err := c.Do(ctx, c.B().Hset().Key(s.offersKey(id)).FieldValue().FieldValue("old", "{}").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := c.Do(ctx, c.B().Exists().Key(s.offersKey(id)).Build()).AsInt64(); n != 0 {
+					t.Error("the offers of a task without flags survived its end")
+				}
+				if _, err := c.Do(ctx, c.B().Zscore().Key(s.liveKey("o")).Member(id).Build()).AsFloat64(); !rueidis.IsRedisNil(err) {
+					t.Errorf("a task without flags stayed in its owner's live set after it ended (ZSCORE: %v)", err)
+				}
+			})
+		}
 	}
 }

@@ -91,7 +91,11 @@ func newScript(src string, retryable bool) script {
 // Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
 //
 // Task hash fields: owner tool args status msg created updated exp ttl poll
-// result error any cancel lease gen wake att.
+// result error any cancel lease gen wake att, and flags, "0" or "1": j (the
+// journal has entries), r (responses were received), of (offers were put
+// up), lim (created under a live-task limit). A missing flag (a task
+// written before they existed) counts as "1": the scripts then do what
+// they did without it.
 
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
@@ -214,12 +218,12 @@ if nb + no == 0 then return 0 end
 redis.call('PEXPIREAT', KEYS[3], h[4])
 if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
+  redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0', 'r', '1')
   dispatch(ARGV[2])
   due(tonumber(ARGV[2]) + GRACE)
   return 2
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'r', '1')
 if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   -- Nothing left to ask (the last offer of a task whose sleep is over was
   -- answered): it is due anyway, and working.
@@ -231,7 +235,7 @@ return 1
 // cancelScript: KEYS t p o; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
 const cancelLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
 if terminal(h[2]) then return {h[2], 0} end
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
@@ -241,7 +245,7 @@ end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
 undispatch()
-undue(KEYS[#KEYS-3])
+if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
 return {'cancelled', 1}
 `
 
@@ -253,7 +257,7 @@ return {'cancelled', 1}
 // (claimed).
 const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
-local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att', 'gen')
+local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att', 'gen', 'j', 'r')
 if not h[1] then
   undue()
   return {'NF', 0, 0, 0}
@@ -276,8 +280,6 @@ if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0
 if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
 local gen = tonumber(h[6] or '0') + 1
 local att = tonumber(h[5] or '0') + 1
--- No later than the lease's end: a worker that dies is recovered then.
-dueLT(now + tonumber(ARGV[2]))
 if h[1] == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
@@ -286,7 +288,11 @@ if h[1] == 'input_required' then
 else
   redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]))
 end
-return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
+-- The journal and responses unless the task is known to have none.
+local journal, responses = {}, {}
+if h[7] ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
+if h[8] ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
+return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), journal, responses}
 `
 
 // commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
@@ -304,7 +310,7 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 // blocking keys until wake if offers are outstanding, and released until
 // wake otherwise.
 const commitLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
+local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim')
 if not h[1] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
@@ -321,8 +327,11 @@ if nof > 0 then redis.call('PEXPIREAT', KEYS[5], exp) end
 i = i + 2*nof
 for k = 1, nw do redis.call('HDEL', KEYS[5], ARGV[i+k]) end
 local watch = i + nw
--- Every field this commit sets, written by one HSET at the end.
+-- Every field this commit sets, written by one HSET at the end ('j' and
+-- 'of' record that the task has a journal and has made offers).
 local set = {'updated', now}
+if n > 0 then set[#set+1] = 'j'; set[#set+1] = '1' end
+if nof > 0 then set[#set+1] = 'of'; set[#set+1] = '1' end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
@@ -368,13 +377,13 @@ elseif op == 'park' then
     due(tonumber(wake) + GRACE)
   end
 else
-  redis.call('DEL', KEYS[5])
+  if h[6] ~= '0' or nof > 0 then redis.call('DEL', KEYS[5]) end
   if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
   elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
   else status = 'cancelled' end
   wake = '0'
   undispatch()
-  undue(KEYS[#KEYS-3])
+  if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
 end
 set[#set+1] = 'status'; set[#set+1] = status
 set[#set+1] = 'lease'; set[#set+1] = '0'
