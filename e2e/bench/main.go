@@ -134,9 +134,13 @@ type Cost struct {
 	ByCommand map[string]float64 `json:"byCommand"`
 	// UsedMemory is the growth of used_memory per completed task, and
 	// KeyBytes the MEMORY USAGE of one completed task's keys.
-	UsedMemory float64          `json:"usedMemoryPerTask"`
-	KeyBytes   int64            `json:"keyBytes"`
-	Keys       map[string]int64 `json:"keys"`
+	UsedMemory float64 `json:"usedMemoryPerTask"`
+	KeyBytes   int64   `json:"keyBytes"`
+	// AllKeys is the number of keys in Redis after the tasks completed,
+	// and AllKeyBytes their MEMORY USAGE summed, per task.
+	AllKeys     int64            `json:"allKeys"`
+	AllKeyBytes float64          `json:"allKeyBytesPerTask"`
+	Keys        map[string]int64 `json:"keys"`
 }
 
 // Report is the whole run.
@@ -605,6 +609,10 @@ func costPerTask(p *proc, rs *redisProc, n int) Cost {
 		cost.Keys[key] = b
 		cost.KeyBytes += b
 	}
+	for _, key := range rs.keysMatching("*") {
+		cost.AllKeys++
+		cost.AllKeyBytes += float64(rs.memoryUsage(key)) / float64(n)
+	}
 	return cost
 }
 
@@ -717,7 +725,8 @@ func printTable(rep *Report) {
 		for _, k := range names {
 			fmt.Printf(" %s %.2f", k, c.ByCommand[k])
 		}
-		fmt.Printf("\n- used_memory growth %.0f bytes per task; MEMORY USAGE of one completed task's keys %d bytes %v\n", c.UsedMemory, c.KeyBytes, c.Keys)
+		fmt.Printf("\n- used_memory growth %.0f bytes per task; MEMORY USAGE of one completed task's keys %d bytes %v; all %d keys in Redis afterwards: %.0f bytes per task\n",
+			c.UsedMemory, c.KeyBytes, c.Keys, c.AllKeys, c.AllKeyBytes)
 	}
 }
 
@@ -966,11 +975,14 @@ func (r *redisProc) commandStats() map[string]int64 {
 }
 
 // keysOf lists the keys whose name holds the task id's hash tag.
-func (r *redisProc) keysOf(id string) []string {
+func (r *redisProc) keysOf(id string) []string { return r.keysMatching("*{" + id + "}*") }
+
+// keysMatching lists the keys matching a SCAN pattern.
+func (r *redisProc) keysMatching(pattern string) []string {
 	var keys []string
 	cursor := "0"
 	for {
-		v, err := r.do(context.Background(), "SCAN", cursor, "MATCH", "*{"+id+"}*", "COUNT", "1000")
+		v, err := r.do(context.Background(), "SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
 		if err != nil {
 			log.Fatalf("SCAN: %v", err)
 		}

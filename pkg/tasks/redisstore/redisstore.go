@@ -586,6 +586,10 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	if err != nil {
 		return nil, err
 	}
+	// The record is as read before the claim: it holds the lease now, and
+	// runs (a task claimed out of input_required is working from here).
+	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
+	task.Status = tasks.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)

@@ -99,6 +99,11 @@ func newScript(src string, retryable bool) script {
 
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+-- ended(key) drops the fields a task that just ended no longer needs (and
+-- its status message): a finished task keeps only what tasks/get shows.
+local function ended(key)
+  redis.call('HDEL', key, 'msg', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim')
+end
 `
 
 // createLua: KEYS t j r; ARGV exp, now, nJournal, nResp, fieldPairs...,
@@ -145,17 +150,16 @@ return 1
 // getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash}
 // or, for a task in input_required, {task hash, outstanding input hash,
 // outstanding offers hash}; false when the task is missing or owned by
-// someone else (the same one command either way). Read-only, so retryable.
+// someone else (the owner is compared here: nothing of a foreign task
+// leaves Redis). Read-only, so retryable.
 var getScript = newScript(`
-local o = redis.call('HGET', KEYS[1], 'owner')
-if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
 local h = redis.call('HGETALL', KEYS[1])
+local o, st
 for i = 1, #h, 2 do
-  if h[i] == 'status' then
-    if h[i+1] ~= 'input_required' then return {h} end
-    break
-  end
+  if h[i] == 'owner' then o = h[i+1] elseif h[i] == 'status' then st = h[i+1] end
 end
+if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
+if st ~= 'input_required' then return {h} end
 return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
 
@@ -243,7 +247,8 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return {h[2], 0}
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+ended(KEYS[1])
+redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
 undispatch()
 if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
 return {'cancelled', 1}
@@ -257,30 +262,33 @@ return {'cancelled', 1}
 // (claimed).
 const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
-local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att', 'gen', 'j', 'r')
-if not h[1] then
+local all = redis.call('HGETALL', KEYS[1])
+if #all == 0 then
   undue()
   return {'NF', 0, 0, 0}
 end
-local wake = tonumber(h[4] or '0')
-if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
-local lease = tonumber(h[2] or '0')
+local f = {}
+for i = 1, #all, 2 do f[all[i]] = all[i+1] end
+local wake = tonumber(f.wake or '0')
+if terminal(f.status) then return {'T', 0, 0, 0, all} end
+local lease = tonumber(f.lease or '0')
 if lease > now then
   -- Held by a live worker: this delivery comes back when the lease ends.
-  dispatch(h[2])
+  dispatch(f.lease)
   return {'L', 0, 0, lease}
 end
-if h[3] == '1' then
+if f.cancel == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', '', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  ended(KEYS[1])
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1])
   undispatch()
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
-if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
-if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
-local gen = tonumber(h[6] or '0') + 1
-local att = tonumber(h[5] or '0') + 1
-if h[1] == 'input_required' then
+if f.status == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
+if f.status == 'working' and wake > now then return {'W', 0, 0, wake} end
+local gen = tonumber(f.gen or '0') + 1
+local att = tonumber(f.att or '0') + 1
+if f.status == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
@@ -290,9 +298,10 @@ else
 end
 -- The journal and responses unless the task is known to have none.
 local journal, responses = {}, {}
-if h[7] ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
-if h[8] ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
-return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), journal, responses}
+if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
+if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
+-- The record as read: the caller sets the lease and status it now has.
+return {'C', gen, att, wake, all, journal, responses}
 `
 
 // commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
@@ -311,7 +320,7 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), journal, responses}
 // wake otherwise.
 const commitLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim')
-if not h[1] then return {-2, 0, '', 0} end
+if not h[2] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
@@ -337,8 +346,6 @@ local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
 if ARGV[4] == '1' and not cancelled then
   set[#set+1] = 'msg'; set[#set+1] = ARGV[5]
-elseif op == 'complete' or op == 'fail' or op == 'cancel' then
-  set[#set+1] = 'msg'; set[#set+1] = ''
 end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], unpack(set))
@@ -381,9 +388,14 @@ else
   if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
   elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
   else status = 'cancelled' end
-  wake = '0'
   undispatch()
   if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
+  -- Ended: its running fields (and a status message this commit does
+  -- not set) go.
+  ended(KEYS[1])
+  set[#set+1] = 'status'; set[#set+1] = status
+  redis.call('HSET', KEYS[1], unpack(set))
+  return {0, att, status, woke}
 end
 set[#set+1] = 'status'; set[#set+1] = status
 set[#set+1] = 'lease'; set[#set+1] = '0'
