@@ -9,6 +9,7 @@
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
+//	<prefix>{<id>}:x  string: the result of a completed task
 //
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests.
@@ -144,6 +145,11 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
 	return base, base + ":p", base + ":j", base + ":r"
 }
+
+// resultKey is the string holding a completed task's result (kept out of
+// the task hash so that the hash stays small enough for Redis's compact
+// encoding).
+func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
 
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
@@ -376,7 +382,7 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 		return nil, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
+	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id), s.resultKey(id)}, []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
 	}
@@ -388,6 +394,11 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
 	var pending, offers map[string]string
+	if len(arr) == 2 { // completed: its result
+		if res, err := arr[1].ToString(); err == nil {
+			h["result"] = res
+		}
+	}
 	if len(arr) == 3 { // input_required: its outstanding input too
 		if pending, err = arr[1].AsStrMap(); err != nil {
 			return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
@@ -708,7 +719,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if s.Dispatches() {
 		after, due = nil, time.Time{} // the script keeps the due index
 	}
-	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id)), args, nil, after)
+	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()

@@ -346,7 +346,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			k.check("release", tk, j, r)
 			c = claim(id, now.Add(time.Minute))
 			commit(c, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
-			k.check("complete", tk, j, r)
+			k.check("complete", tk, j, r, s.resultKey(id))
 
 			// Created with a seeded journal and responses (MRTR before the task).
 			id2 := create(&tasks.NewTask{

@@ -147,9 +147,10 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash}
-// or, for a task in input_required, {task hash, outstanding input hash,
-// outstanding offers hash}; false when the task is missing or owned by
+// getScript: KEYS t p o x; ARGV owner (empty: no check). Returns {task
+// hash}, {task hash, result} for a completed task or, for a task in
+// input_required, {task hash, outstanding input hash, outstanding offers
+// hash}; false when the task is missing or owned by
 // someone else (the owner is compared here: nothing of a foreign task
 // leaves Redis). Read-only, so retryable.
 var getScript = newScript(`
@@ -159,6 +160,7 @@ for i = 1, #h, 2 do
   if h[i] == 'owner' then o = h[i+1] elseif h[i] == 'status' then st = h[i+1] end
 end
 if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
+if st == 'completed' then return {h, redis.call('GET', KEYS[4])} end
 if st ~= 'input_required' then return {h} end
 return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
@@ -304,7 +306,7 @@ if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
 return {'C', gen, att, wake, all, journal, responses}
 `
 
-// commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
+// commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts
 // payload wake any nPark nAppend nOffer nWithdraw nWatch, then nAppend
 // entries, nPark park pairs, nOffer offer pairs, nWithdraw withdrawn keys
 // and nWatch watched keys.
@@ -385,7 +387,7 @@ elseif op == 'park' then
   end
 else
   if h[6] ~= '0' or nof > 0 then redis.call('DEL', KEYS[5]) end
-  if op == 'complete' then status = 'completed'; set[#set+1] = 'result'; set[#set+1] = ARGV[7]
+  if op == 'complete' then status = 'completed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
   elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
   else status = 'cancelled' end
   undispatch()
