@@ -563,14 +563,27 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (bool, error) {
+	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		res, err := b.Tasks.Advance(ctx, id)
 		if err != nil {
-			return false, err
+			return redisqueue.Ack, err
 		}
 		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return res.Settled, nil
+		return settle(res), nil
 	})
+}
+
+// settle says what an Advance did with its queue message (see
+// tasks.AdvanceResult.Settled): a store that dispatches through the Redis
+// queue removed it when the task ended, else made it due again.
+func settle(res tasks.AdvanceResult) redisqueue.Settle {
+	switch {
+	case !res.Settled:
+		return redisqueue.Ack
+	case res.Status.Terminal():
+		return redisqueue.Removed
+	}
+	return redisqueue.Requeued
 }
 
 // RunSweeper sweeps every interval until ctx ends.

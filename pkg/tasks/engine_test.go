@@ -85,14 +85,26 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	return h
 }
 
+// settle is what a queue consumer tells the Redis queue after an Advance,
+// as the bundle does.
+func settle(res tasks.AdvanceResult) redisqueue.Settle {
+	switch {
+	case !res.Settled:
+		return redisqueue.Ack
+	case res.Status.Terminal():
+		return redisqueue.Removed
+	}
+	return redisqueue.Requeued
+}
+
 // work consumes the queue in the background until the test ends.
 func (h *harness) work(t testing.TB, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h.q.Consume(ctx, n, func(ctx context.Context, id string) (bool, error) {
+		h.q.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 			res, err := h.srv.Advance(ctx, id)
-			return res.Settled, err
+			return settle(res), err
 		})
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -533,9 +545,9 @@ func TestLongSleepIsChained(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		rq.Consume(ctx, 1, func(ctx context.Context, id string) (bool, error) {
+		rq.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 			res, err := srv.Advance(ctx, id)
-			return res.Settled, err
+			return settle(res), err
 		})
 	})
 	defer func() { cancel(); wg.Wait() }()

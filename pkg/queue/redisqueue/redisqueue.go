@@ -162,14 +162,15 @@ return 1
 `)
 
 // receiveScript: KEYS q; ARGV now receipt. Takes the earliest message if
-// it is due and hides it until the receipt; returns {id, receipt}, or
-// {false, the earliest score or false} when nothing is due.
+// it is due and hides it until the receipt; returns {id, receipt, the next
+// earliest score or false}, or {false, the earliest score or false} when
+// nothing is due.
 var receiveScript = rueidis.NewLuaScript(`
-local n = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local n = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
 if #n == 0 then return {false, false} end
 if tonumber(n[2]) > tonumber(ARGV[1]) then return {false, n[2]} end
 redis.call('ZADD', KEYS[1], ARGV[2], n[1])
-return {n[1], ARGV[2]}
+return {n[1], ARGV[2], n[4] or false}
 `)
 
 // ackScript: KEYS q; ARGV id receipt [at]. If the message still holds the
@@ -209,6 +210,9 @@ func (q *Queue) MaxDelay() time.Duration { return 0 }
 type Delivery struct {
 	TaskID  string
 	receipt string
+	// next is when the next message was due when this one was received
+	// (zero: there was none).
+	next time.Time
 }
 
 // Receive returns the next due message, or ok=false and how long until the
@@ -230,7 +234,13 @@ func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 		}
 		return d, false, wait, nil
 	}
-	return Delivery{TaskID: id, receipt: receipt}, true, 0, nil
+	d = Delivery{TaskID: id, receipt: receipt}
+	if len(arr) > 2 {
+		if next, err := arr[2].AsFloat64(); err == nil {
+			d.next = time.UnixMilli(int64(next))
+		}
+	}
+	return d, true, 0, nil
 }
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
@@ -252,12 +262,29 @@ func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
 	return nil
 }
 
-// Handler processes one task id. A nil error acknowledges the message,
-// unless settled reports that the handler's own write already made the
-// message due again or removed it (a store that enqueues through this
-// queue in its scripts, see [LuaEnqueue]): then no acknowledgement is sent.
-// An error makes the message due again after a short backoff.
-type Handler func(ctx context.Context, taskID string) (settled bool, err error)
+// Settle says what a handler's own write did with the message it was
+// given: a store that enqueues through this queue in its scripts (see
+// [LuaEnqueue]) makes a task's message due again, or removes it, in the
+// same write as the task's transition.
+type Settle int
+
+const (
+	// Ack: the handler's write left the message alone; Consume
+	// acknowledges it.
+	Ack Settle = iota
+	// Requeued: the handler's write made the message due again; no
+	// acknowledgement is sent.
+	Requeued
+	// Removed: the handler's write removed the message; no
+	// acknowledgement is sent, and if nothing else was due when the
+	// message was received the consumer goes idle at once (an enqueue by
+	// anyone else wakes it).
+	Removed
+)
+
+// Handler processes one task id. A nil error settles the message as the
+// Settle says; an error makes it due again after a short backoff.
+type Handler func(ctx context.Context, taskID string) (Settle, error)
 
 // Consume runs n consumers until ctx ends, handing each due message to h.
 func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
@@ -285,7 +312,7 @@ func (q *Queue) consume(ctx context.Context, h Handler) {
 		// Handling is not tied to ctx: a shutdown lets the current message
 		// finish (the worker's own budget bounds it).
 		hctx := context.WithoutCancel(ctx)
-		settled, err := h(hctx, d.TaskID)
+		settle, err := h(hctx, d.TaskID)
 		if err != nil {
 			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
 			if err := q.Retry(hctx, d, time.Now().Add(time.Second)); err != nil {
@@ -293,7 +320,21 @@ func (q *Queue) consume(ctx context.Context, h Handler) {
 			}
 			continue
 		}
-		if settled {
+		switch settle {
+		case Requeued:
+			continue
+		case Removed:
+			// Nothing else was due: skip the receive that would find
+			// nothing (an enqueue since pushed a wake token).
+			if now := time.Now(); d.next.IsZero() || d.next.After(now) {
+				wait := q.o.Poll
+				if !d.next.IsZero() {
+					wait = min(wait, d.next.Sub(now))
+				}
+				if !q.idle(ctx, wait) {
+					return
+				}
+			}
 			continue
 		}
 		if err := q.Ack(hctx, d); err != nil {

@@ -124,6 +124,7 @@ func TestRedis(t *testing.T) {
 		{"KeyExpiresByDefault", testKeyExpiresByDefault},
 		{"NothingBesideTheSet", testBookkeeping},
 		{"ConsumeSkipsAckWhenSettled", testConsumeSettled},
+		{"ConsumeAfterRemovedStillDelivers", testConsumeRemoved},
 		{"ConsumeDeliversEveryID", testConsumeAll},
 		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
 		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
@@ -353,9 +354,9 @@ func testConsumeSettled(t *testing.T, c rueidis.Client) {
 	mustEnqueue(t, q, "s", time.Time{})
 	handled := make(chan struct{})
 	var once sync.Once
-	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (bool, error) {
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		once.Do(func() { close(handled) })
-		return true, nil
+		return redisqueue.Requeued, nil
 	})
 	select {
 	case <-handled:
@@ -434,7 +435,7 @@ func testConsumeAll(t *testing.T, c rueidis.Client) {
 		together   = make(chan struct{})
 		allSeen    = make(chan struct{})
 	)
-	cancel, wait := runConsume(t, q, consumers, func(ctx context.Context, id string) (bool, error) {
+	cancel, wait := runConsume(t, q, consumers, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		// The first four calls wait for each other: they only all return
 		// if four consumers really run at once.
 		if calls.Add(1) <= consumers {
@@ -451,13 +452,13 @@ func testConsumeAll(t *testing.T, c rueidis.Client) {
 		defer mu.Unlock()
 		if !want[id] {
 			unexpected = append(unexpected, id)
-			return false, nil
+			return redisqueue.Ack, nil
 		}
 		seen[id]++
 		if seen[id] == 1 && len(seen) == total {
 			close(allSeen)
 		}
-		return false, nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-allSeen:
@@ -488,18 +489,18 @@ func testConsumeHandlerError(t *testing.T, c rueidis.Client) {
 	var calls atomic.Int64
 	var other atomic.Int64
 	handled := make(chan struct{})
-	cancel, wait := runConsume(t, q, 2, func(ctx context.Context, id string) (bool, error) {
+	cancel, wait := runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		if id != "flaky" {
 			other.Add(1)
-			return false, nil
+			return redisqueue.Ack, nil
 		}
 		switch calls.Add(1) {
 		case 1:
-			return false, errors.New("transient failure")
+			return redisqueue.Ack, errors.New("transient failure")
 		case 2:
 			close(handled)
 		}
-		return false, nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-handled:
@@ -528,15 +529,15 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var handlerCtxErr error
 	var once sync.Once
-	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (bool, error) {
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		if id != "slow" {
 			t.Errorf("handler called with %q, never enqueued", id)
-			return false, nil
+			return redisqueue.Ack, nil
 		}
 		once.Do(func() { close(started) })
 		<-release
 		handlerCtxErr = ctx.Err()
-		return false, nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-started:
@@ -552,4 +553,45 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	if n := zcard(t, c, key); n != 0 {
 		t.Errorf("after shutdown: ZCARD = %d, want 0 (the running message acknowledged)", n)
 	}
+}
+
+// A handler that reports its message removed sends no acknowledgement; the
+// consumer still delivers a message that was due alongside it, and one
+// enqueued later (whose wake token ends its idling), although its poll
+// interval is an hour.
+func testConsumeRemoved(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Poll: time.Hour, Logger: logger(t)})
+	mustEnqueue(t, q, "a", time.Time{})
+	mustEnqueue(t, q, "b", time.Time{})
+	seen := make(chan string, 8)
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		// The handler's own write removes the message, as a dispatching
+		// store's terminal commit does.
+		if err := c.Do(ctx, c.B().Zrem().Key(key).Member(id).Build()).Error(); err != nil {
+			t.Errorf("ZREM: %v", err)
+		}
+		seen <- id
+		return redisqueue.Removed, nil
+	})
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case id := <-seen:
+			got[id] = true
+		case <-time.After(patience):
+			t.Fatalf("delivered %v of a and b, both due", got)
+		}
+	}
+	mustEnqueue(t, q, "c", time.Time{})
+	select {
+	case id := <-seen:
+		if id != "c" {
+			t.Errorf("delivered %q, want c", id)
+		}
+	case <-time.After(patience):
+		t.Fatal("a message enqueued while the consumer idled was not delivered")
+	}
+	cancel()
+	wait()
 }
