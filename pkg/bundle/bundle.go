@@ -447,11 +447,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
-	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2})
 	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
 		b.Close()
 		return nil, err
 	}
+	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2}
+	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
+		// The queue is in the same Redis: each transition enqueues in its
+		// own script (a worker step saves a round trip).
+		sopts.Queue = b.consumer
+	}
+	store := redisstore.New(client, sopts)
 	var so mcp.ServerOptions
 	if app.ServerOptions != nil {
 		so = *app.ServerOptions
@@ -563,14 +569,27 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) error {
+	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		res, err := b.Tasks.Advance(ctx, id)
 		if err != nil {
-			return err
+			return redisqueue.Ack, err
 		}
 		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return nil
+		return settle(res), nil
 	})
+}
+
+// settle says what an Advance did with its queue message (see
+// tasks.AdvanceResult.Settled): a store that dispatches through the Redis
+// queue removed it when the task ended, else made it due again.
+func settle(res tasks.AdvanceResult) redisqueue.Settle {
+	switch {
+	case !res.Settled:
+		return redisqueue.Ack
+	case res.Status.Terminal():
+		return redisqueue.Removed
+	}
+	return redisqueue.Requeued
 }
 
 // RunSweeper sweeps every interval until ctx ends.

@@ -101,7 +101,7 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 			return nil, storeUnavailable()
 		}
 	}
-	if resumed {
+	if resumed && !s.dispatch {
 		if err := s.enqueueNow(ctx, id); err != nil {
 			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
 		}

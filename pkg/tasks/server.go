@@ -174,10 +174,12 @@ type Server struct {
 	mcp   *mcp.Server
 	store Store
 	queue Queue
-	opts  Options
-	log   *slog.Logger
-	tools map[string]*tool
-	impl  *mcp.Implementation
+	// dispatch: the store enqueues in its own transitions (Dispatcher).
+	dispatch bool
+	opts     Options
+	log      *slog.Logger
+	tools    map[string]*tool
+	impl     *mcp.Implementation
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
@@ -203,6 +205,9 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
 	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl}
+	if d, ok := store.(Dispatcher); ok && d.Dispatches() {
+		s.dispatch = true
+	}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -549,6 +554,9 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 		return nil, storeUnavailable()
 	}
 	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
+	if s.dispatch {
+		return NewCreateTaskResult(task), nil // enqueued by the create itself
+	}
 	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}

@@ -292,6 +292,19 @@ type Store interface {
 	Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error)
 }
 
+// A Dispatcher is a Store that can hand tasks to the queue itself, in the
+// same atomic write as the transition that makes a task runnable. When
+// Dispatches reports true, the Server enqueues nothing after Create, after
+// an Update that resumes the task, or after a worker's Commit that releases
+// or parks it: the store has enqueued it (at the wake time or deadline for
+// a sleep or a parked task with one), or dropped its message when it ended
+// or parked without a deadline. It also makes a Claim that finds a live
+// lease enqueue the task at the lease's end. Explicit enqueues (a sleeping
+// task's chained delay, the sweeper) still go through the Queue.
+type Dispatcher interface {
+	Dispatches() bool
+}
+
 // DueTask is a task the sweeper must look at, and the attention time it
 // was due at.
 type DueTask struct {

@@ -9,6 +9,7 @@
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
+//	<prefix>{<id>}:x  string: the result of a completed task
 //
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests.
@@ -47,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/redis/rueidis"
 )
@@ -62,6 +64,16 @@ type Options struct {
 	// IndexTTL is the expiry refreshed on the due index at every write;
 	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
 	IndexTTL time.Duration
+	// Queue, when set, is the Redis queue on the same standalone Redis
+	// server that the tasks are dispatched to: the store enqueues a task
+	// in the same atomic script as the transition that makes it runnable
+	// (creation, a commit that releases it or parks it with a deadline, an
+	// update that resumes it) and drops its message when it ends or
+	// parks without a deadline, so a worker step costs one round trip
+	// less and the caller enqueues nothing after those transitions (see
+	// Store.Dispatches). Never set it on a Redis Cluster: the queue's keys
+	// live in another slot than a task's.
+	Queue *redisqueue.Queue
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
@@ -70,6 +82,8 @@ type Store struct {
 	prefix   string
 	grace    time.Duration
 	indexTTL time.Duration
+	sc       scripts
+	qkeys    []string // the queue's keys when dispatching, else nil
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -89,13 +103,53 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.Queue != nil {
+		q, w := o.Queue.Keys()
+		s.qkeys = []string{s.dueKey(), q, w}
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
+	} else {
+		s.sc = newScripts(noDispatchLua)
+	}
+	return s
+}
+
+// Dispatches reports whether the store enqueues tasks itself (see
+// Options.Queue): tasks.Server then does not enqueue after a creation, a
+// worker's commit or a resuming update.
+func (s *Store) Dispatches() bool { return s.qkeys != nil }
+
+// withQueue appends the due index and the queue's keys to a transition
+// script's keys when the store dispatches (see dispatchLua).
+func (s *Store) withQueue(keys ...string) []string { return append(keys, s.qkeys...) }
+
+// withLive is withQueue for Commit and Cancel, which also drop an ended
+// task from owner's live set.
+func (s *Store) withLive(owner string, keys ...string) []string {
+	if s.qkeys == nil {
+		return keys
+	}
+	return append(append(keys, s.liveKey(owner)), s.qkeys...)
+}
+
+// index returns cmds unless the store dispatches: its scripts then keep
+// the due index themselves.
+func (s *Store) index(cmds ...rueidis.Completed) []rueidis.Completed {
+	if s.qkeys != nil {
+		return nil
+	}
+	return cmds
 }
 
 func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
 	return base, base + ":p", base + ":j", base + ":r"
 }
+
+// resultKey is the string holding a completed task's result (kept out of
+// the task hash so that the hash stays small enough for Redis's compact
+// encoding).
+func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
 
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
@@ -253,8 +307,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
+		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
 	}
-	args := []string{ms(exp), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
 	args = append(args, fields...)
 	for _, e := range nt.Journal {
 		b, err := json.Marshal(e)
@@ -277,7 +332,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, s.index(s.schedule(nt.ID, now.Add(s.grace))...), nil)
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -327,7 +382,7 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 		return nil, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
+	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id), s.resultKey(id)}, []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
 	}
@@ -338,13 +393,19 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
-	pending, err := arr[1].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+	var pending, offers map[string]string
+	if len(arr) == 2 { // completed: its result
+		if res, err := arr[1].ToString(); err == nil {
+			h["result"] = res
+		}
 	}
-	offers, err := arr[2].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+	if len(arr) == 3 { // input_required: its outstanding input too
+		if pending, err = arr[1].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+		}
+		if offers, err = arr[2].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+		}
 	}
 	return decodeTask(id, h, pending, offers)
 }
@@ -426,12 +487,15 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	keys := []string{t, p, r, s.offersKey(id)}
-	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
+	keys := s.withQueue(t, p, r, s.offersKey(id))
+	if s.Dispatches() {
+		args[2] = "apply" // the script moves the due entry itself
+	}
+	res, _ := s.exec(ctx, s.sc.update, keys, args, nil, nil)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
 		args[2] = "apply"
-		res, _ = s.exec(ctx, updateScript, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		res, _ = s.exec(ctx, s.sc.update, keys, args, s.schedule(id, now.Add(s.grace)), nil)
 		n, err = res.AsInt64()
 	}
 	if err != nil {
@@ -452,7 +516,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	arr, err := cancelScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	arr, err := s.sc.cancel.lua.Exec(ctx, s.c, s.withLive(owner, t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
@@ -465,7 +529,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	st, _ := arr[0].ToString()
 	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
-	if status.Terminal() {
+	if status.Terminal() && !s.Dispatches() {
 		if err := s.forget(ctx, id, owner); err != nil {
 			return status, ended == 1, err
 		}
@@ -482,9 +546,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, claimScript, []string{t, p, j, r, s.offersKey(id)},
-		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(t, p, j, r, s.offersKey(id)),
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
+			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -495,7 +559,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	code, _ := arr[0].ToString()
 	switch code {
 	case "NF":
-		_ = s.Schedule(ctx, id, time.Time{})
+		if !s.Dispatches() {
+			_ = s.Schedule(ctx, id, time.Time{})
+		}
 		return nil, tasks.ErrNotFound
 	case "L":
 		return nil, tasks.ErrLeased
@@ -531,6 +597,10 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	if err != nil {
 		return nil, err
 	}
+	// The record is as read before the claim: it holds the lease now, and
+	// runs (a task claimed out of input_required is working from here).
+	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
+	task.Status = tasks.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)
@@ -646,7 +716,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, commitScript, []string{t, p, j, r, s.offersKey(id)}, args, nil, after)
+	if s.Dispatches() {
+		after, due = nil, time.Time{} // the script keeps the due index
+	}
+	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -681,6 +754,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if woke == 1 || ended {
 			c.Task.WakeAt = time.Time{}
 		}
+	}
+	if s.Dispatches() {
+		return nil
 	}
 	if woke == 1 {
 		// An answer cut the sleep short: the task runs again now.
