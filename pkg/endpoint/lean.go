@@ -85,6 +85,8 @@ type leanPath struct {
 	// localhostProtection is the go-sdk handler's DNS-rebinding check
 	// (StreamableHTTPOptions.DisableLocalhostProtection unset).
 	localhostProtection bool
+	// meta remembers the verdicts on the _meta of recent requests.
+	meta metaCache
 }
 
 func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +100,7 @@ func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, err)
 		return
 	}
-	req, ok := parseLean(body, method)
+	req, ok := parseLean(body, method, &l.meta)
 	if !ok || len(body) > maxPeek {
 		l.next.ServeHTTP(w, r)
 		return
@@ -217,7 +219,7 @@ func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) 
 // (protocolVersion exactly that, clientCapabilities and, if present,
 // clientInfo decodable as the go-sdk decodes them). Anything else is left
 // to the go-sdk.
-func parseLean(body []byte, method string) (*leanRequest, bool) {
+func parseLean(body []byte, method string, mc *metaCache) (*leanRequest, bool) {
 	if tooDeep(body, maxDepth) {
 		return nil, false // the go-sdk refuses it as malformed
 	}
@@ -254,7 +256,7 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 			return nil, false
 		}
 	}
-	if req.extension, ok = parseMeta(params); !ok {
+	if req.extension, ok = mc.parse(params); !ok {
 		return nil, false
 	}
 	switch method {
