@@ -277,7 +277,12 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	// The owner's list index (tasks.Lister) in the same round trip.
+	before := append(s.schedule(nt.ID, now.Add(s.grace)), s.indexCmd(nt, now, exp))
+	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, before, nil)
+	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
+		indexErr = s.indexAgain(ctx, nt, now, exp)
+	}
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -333,6 +338,14 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
+	}
+	return decodeRead(id, arr)
+}
+
+// decodeRead decodes the reply of getScript.
+func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
+	if len(arr) != 3 {
+		return nil, fmt.Errorf("redisstore: get %s: unexpected reply", id)
 	}
 	h, err := arr[0].AsStrMap()
 	if err != nil {
