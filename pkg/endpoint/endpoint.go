@@ -121,7 +121,7 @@ func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
 func New(srv *mcp.Server, opts *Options) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
-	return o.mount(sdk)
+	return o.mount(unknownMethods(sdk))
 }
 
 // ForTasks returns the handler serving the tasks server ts at opts.Path,
@@ -141,7 +141,7 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
-	return o.mount(h)
+	return o.mount(&legacy{ts: ts, next: h})
 }
 
 // mount puts the layers every request passes before h (authentication,

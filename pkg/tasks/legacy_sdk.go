@@ -173,3 +173,39 @@ func (s *Server) OpenLegacySession(id string) (elicitation, ok bool) {
 	}
 	return ls.Elicitation, true
 }
+
+// LegacyResume is what a held tasks/result needs to go on after its
+// stream closed at the end of an invocation's budget: the client resumes
+// it (GET with Last-Event-ID) on any instance.
+type LegacyResume struct {
+	TaskID    string          `json:"t"`
+	RequestID json.RawMessage `json:"r"`
+}
+
+// LegacyResumeToken seals r as an SSE event id.
+func (s *Server) LegacyResumeToken(r LegacyResume) (string, error) {
+	b, err := json.Marshal(struct {
+		Kind string `json:"k"`
+		LegacyResume
+	}{"resume", r})
+	if err != nil {
+		return "", err
+	}
+	return s.seal(b)
+}
+
+// OpenLegacyResume reads a token from LegacyResumeToken.
+func (s *Server) OpenLegacyResume(tok string) (LegacyResume, bool) {
+	b, err := s.unseal(tok)
+	if err != nil {
+		return LegacyResume{}, false
+	}
+	var v struct {
+		Kind string `json:"k"`
+		LegacyResume
+	}
+	if json.Unmarshal(b, &v) != nil || v.Kind != "resume" || !ValidID(v.TaskID) || len(v.RequestID) == 0 {
+		return LegacyResume{}, false
+	}
+	return v.LegacyResume, true
+}
