@@ -98,6 +98,24 @@ const again = await a.client.experimental.tasks.getTaskResult(report.computeTask
 check(text(again).includes('computed "legacy"'), "getTaskResult " + JSON.stringify(again));
 check(again._meta?.["io.modelcontextprotocol/related-task"]?.taskId === report.computeTask, "tasks/result without related-task");
 
+// tasks/result of a task that outlasts one invocation's budget: the stream
+// closes at the budget's end and the client resumes it (GET with
+// Last-Event-ID), on any instance, until the result. LONG_SECONDS is longer
+// than the endpoint's budget.
+step("tasks/result held across invocations");
+const long = Number(process.env.LONG_SECONDS ?? "0");
+if (long > 0) {
+  const held = await a.client.request(
+    { method: "tools/call", params: { name: "slow_compute", arguments: { seconds: long, label: "long" }, task: {} } },
+    CreateTaskResultSchema,
+  );
+  const t1 = Date.now();
+  const res = await a.client.experimental.tasks.getTaskResult(held.task.taskId, CallToolResultSchema, { timeout: 120000 });
+  check(text(res).includes('computed "long"'), "held tasks/result " + JSON.stringify(res));
+  report.heldMs = Date.now() - t1;
+  report.heldTask = held.task.taskId;
+}
+
 // cancelTask cancels.
 step('cancelTask cancels.');
 const created = await a.client.request(
