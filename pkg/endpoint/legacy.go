@@ -108,7 +108,9 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Mcp-Session-Id", sid)
 			}
 		}
-	case !isCall:
+	case !isCall || version == "":
+		// A request without the header names no revision the go-sdk
+		// would not: it is the go-sdk's to answer.
 	case method == "tools/call":
 		if l.serveCall(w, r, id, params, version) {
 			return
