@@ -22,6 +22,11 @@
 //     its identity in the context, where both paths below take the
 //     principal from.
 //  4. The tasks layer (ForTasks only):
+//     - the legacy layer (legacy.go) serves clients on revisions before
+//     2026-07-28: the 2025-11-25 tasks utility from the same store, inline
+//     task tools with elicitation, session ids carrying the client's
+//     elicitation capability, and -32601 for unknown methods; requests on
+//     2026-07-28 pass it untouched;
 //     - the lean path answers a well-formed tasks/get, tasks/update,
 //     tasks/cancel or task-creating tools/call itself, parsing the body
 //     once, with exactly the answer the go-sdk would give (it calls the
@@ -36,6 +41,8 @@
 //     methods.
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware in package tasks answers task tools and tasks/*.
+//
+// [New] answers unknown methods of older revisions with -32601 too.
 //
 // GET /healthz answers "ok", and Options.Extra mounts further routes.
 package endpoint

@@ -34,6 +34,9 @@
 // makes the next creation look up its members and drop those whose task
 // ended; a reservation whose creation never happened keeps its place until
 // its expiry. The set expires with its last member.
+//
+// A sorted set <prefix>list:<h> per principal indexes its tasks for
+// tasks.Lister (the 2025-11-25 tasks/list): see list.go.
 package redisstore
 
 import (
