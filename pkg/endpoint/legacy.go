@@ -65,7 +65,7 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		if tok := r.Header.Get("Last-Event-ID"); tok != "" {
 			if res, ok := l.ts.OpenLegacyResume(tok); ok {
-				l.hold(w, r, res.RequestID, res.TaskID, false)
+				l.hold(r.Context(), w, r, res.RequestID, res.TaskID, false)
 				return
 			}
 		}
@@ -169,12 +169,15 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 		return true
 	}
 	elicitation, _ := l.ts.OpenLegacySession(r.Header.Get("Mcp-Session-Id"))
-	out := l.ts.CallLegacyInline(r.Context(), owner, name, params["arguments"], elicitation)
+	// One budget for the whole call: the inline run, then any hold.
+	ctx, cancel := context.WithTimeout(r.Context(), l.ts.HoldBudget())
+	defer cancel()
+	out := l.ts.CallLegacyInline(ctx, owner, name, params["arguments"], elicitation)
 	if out.TaskID == "" {
 		writeLegacy(w, id, out.Result, out.Err)
 		return true
 	}
-	l.hold(w, r, id, out.TaskID, true)
+	l.hold(ctx, w, r, id, out.TaskID, true)
 	return true
 }
 
@@ -211,21 +214,22 @@ func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawM
 		res, err := l.ts.LegacyCancelTask(r.Context(), owner, taskID)
 		writeLegacy(w, id, res, err)
 	default:
-		l.hold(w, r, id, taskID, false)
+		l.hold(r.Context(), w, r, id, taskID, false)
 	}
 }
 
-// hold answers a request whose answer is the outcome of a task (tasks/result,
-// or an inline call that became a task for its input rounds) on an SSE
-// stream: it sends each input request of the task as a request to the
-// client, and the task's outcome once it is terminal, within the
-// invocation's budget. A tasks/result still waiting at the budget's end
-// closes its stream with a resumption id (the client resumes it with GET
-// and Last-Event-ID, on any instance); an inline call is refused then, or
-// at once when the task sleeps past the budget.
-func (l *legacy) hold(w http.ResponseWriter, r *http.Request, id json.RawMessage, taskID string, inline bool) {
+// hold answers a request whose answer is the outcome of a task
+// (tasks/result, or an inline call that became a task for its input rounds)
+// on an SSE stream: it sends each input request of the task as a request to
+// the client, and the task's outcome once it is terminal, within the
+// invocation's budget (ctx's deadline, at most the hold budget from now). A
+// tasks/result still waiting at the budget's end closes its stream with a
+// resumption id (the client resumes it with GET and Last-Event-ID, on any
+// instance); an inline call is refused then, or at once when the task
+// sleeps past the budget.
+func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Request, id json.RawMessage, taskID string, inline bool) {
 	owner := l.principal(r)
-	ctx, cancel := context.WithTimeout(r.Context(), l.ts.HoldBudget())
+	ctx, cancel := context.WithTimeout(ctx, l.ts.HoldBudget())
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	s := newSSE(w)
