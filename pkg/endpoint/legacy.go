@@ -142,7 +142,7 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 	if !ok || name == "" {
 		return false
 	}
-	info, isTask := l.ts.TaskTool(name)
+	_, isTask := l.ts.TaskTool(name)
 	taskParam, augmented := object(params["task"])
 	augmented = augmented && version == tasks.LegacyProtocolVersion
 	if !isTask {
@@ -152,7 +152,6 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 		}
 		return false
 	}
-	_ = info
 	owner := l.principal(r)
 	if augmented {
 		var ttl time.Duration
