@@ -18,14 +18,13 @@ import (
 // principal (h: a hash of the principal) holds the ids of the principal's
 // tasks, scored by their expiry. Create adds to it in the round trip that
 // creates the task; expired members are dropped at every addition, the
-// oldest beyond MaxListed too, and the set expires with its last member.
+// oldest beyond Options.MaxListed too, and the set expires with its last member.
 // It has its own Cluster slot, so it is never in a script with task keys.
 // Listing reads the index and then the tasks (owner-checked, as Get): a
 // member whose task is gone is skipped.
 
-// MaxListed bounds a principal's list index: tasks/list shows at most the
-// newest MaxListed tasks of a principal that have not expired.
-const MaxListed = 10000
+// DefaultMaxListed is the default of Options.MaxListed.
+const DefaultMaxListed = 10000
 
 // listScanExtra is how many members past a page List reads, to skip over
 // members that share the cursor's score.
@@ -52,14 +51,14 @@ func (s *Store) listKey(owner string) string {
 // indexCmd is the command that adds a new task to its owner's list index.
 func (s *Store) indexCmd(nt *tasks.NewTask, now, exp time.Time) rueidis.Completed {
 	return s.c.B().Evalsha().Sha1(indexScript.sha).Numkeys(1).Key(s.listKey(nt.Owner)).
-		Arg(ms(now), ms(exp), nt.ID, strconv.Itoa(MaxListed)).Build()
+		Arg(ms(now), ms(exp), nt.ID, strconv.Itoa(s.maxListed)).Build()
 }
 
 // indexAgain runs the index script through rueidis (which loads it) after
 // its EVALSHA in a pipeline found the server without it.
 func (s *Store) indexAgain(ctx context.Context, nt *tasks.NewTask, now, exp time.Time) error {
 	return indexScript.lua.Exec(ctx, s.c, []string{s.listKey(nt.Owner)},
-		[]string{ms(now), ms(exp), nt.ID, strconv.Itoa(MaxListed)}).Error()
+		[]string{ms(now), ms(exp), nt.ID, strconv.Itoa(s.maxListed)}).Error()
 }
 
 var _ tasks.Lister = (*Store)(nil)

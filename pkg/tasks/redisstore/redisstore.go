@@ -65,14 +65,19 @@ type Options struct {
 	// IndexTTL is the expiry refreshed on the due index at every write;
 	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
 	IndexTTL time.Duration
+	// MaxListed bounds each principal's list index (tasks.Lister): List
+	// shows at most the newest MaxListed unexpired tasks of a principal.
+	// Zero means DefaultMaxListed.
+	MaxListed int
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	c        rueidis.Client
-	prefix   string
-	grace    time.Duration
-	indexTTL time.Duration
+	c         rueidis.Client
+	prefix    string
+	grace     time.Duration
+	indexTTL  time.Duration
+	maxListed int
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -92,7 +97,10 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.MaxListed <= 0 {
+		o.MaxListed = DefaultMaxListed
+	}
+	return &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL, maxListed: o.MaxListed}
 }
 
 func (s *Store) keys(id string) (t, p, j, r string) {
