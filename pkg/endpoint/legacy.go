@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -102,6 +103,8 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, isCall := sdkID(top)
 	params, _ := object(top["params"])
 	switch {
+	case !legacyTransportOK(r.Header):
+		// The go-sdk refuses it (415 or 400), as for any request.
 	case method == "initialize":
 		if v, _, _ := str(params, "protocolVersion"); v != "" && v < tasks.ProtocolVersion {
 			if sid, err := l.ts.LegacySessionID(top["params"]); err == nil {
@@ -126,6 +129,30 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nf := &notFoundWriter{ResponseWriter: w, method: method}
 	l.next.ServeHTTP(nf, r)
 	nf.finish(id)
+}
+
+// legacyTransportOK reports whether a POST passes the go-sdk's transport
+// checks of Content-Type and Accept (mcp/streamable.go serveStateless):
+// only then does this layer answer it itself.
+func legacyTransportOK(h http.Header) bool {
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range h.Values("Accept") {
+		for _, raw := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
 }
 
 // principal is the request's principal, as the other paths take it.

@@ -461,3 +461,17 @@ func TestLegacyInlineCalls(t *testing.T) {
 		t.Errorf("inline nap: %+v", m)
 	}
 }
+
+// The legacy layer answers only what passes the go-sdk's transport checks:
+// a wrong Content-Type or Accept gets the go-sdk's refusal.
+func TestLegacyTransportChecks(t *testing.T) {
+	l := newLegacyServer(t, tasks.Options{})
+	tk := l.create("alice", "job", nil)
+	get := call(1, "tasks/get", map[string]any{"taskId": tk.TaskID})
+	if a := l.send("alice", v1125, get, "Content-Type", "text/plain"); a.status != http.StatusUnsupportedMediaType {
+		t.Errorf("tasks/get as text/plain: HTTP %d %s", a.status, a.body)
+	}
+	if a := l.send("alice", v1125, get, "Accept", "application/json"); a.status != http.StatusBadRequest {
+		t.Errorf("tasks/get accepting no event stream: HTTP %d %s", a.status, a.body)
+	}
+}
