@@ -22,6 +22,11 @@
 //     its identity in the context, where both paths below take the
 //     principal from.
 //  4. The tasks layer (ForTasks only):
+//     - the legacy layer (legacy.go) serves clients on revisions before
+//     2026-07-28: the 2025-11-25 tasks utility from the same store, inline
+//     task tools with elicitation, session ids carrying the client's
+//     elicitation capability, and -32601 for unknown methods; requests on
+//     2026-07-28 pass it untouched;
 //     - task streams (listen.go): a subscriptions/listen that names
 //     params.notifications.taskIds is answered here with an SSE stream of
 //     notifications/tasks, when the task store announces its transitions
@@ -40,6 +45,8 @@
 //     methods;
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware in package tasks answers task tools and tasks/*.
+//
+// [New] answers unknown methods of older revisions with -32601 too.
 //
 // GET /healthz answers "ok", and Options.Extra mounts further routes.
 package endpoint
@@ -125,7 +132,7 @@ func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
 func New(srv *mcp.Server, opts *Options) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
-	return o.mount(sdk)
+	return o.mount(unknownMethods(sdk))
 }
 
 // ForTasks returns the handler serving the tasks server ts at opts.Path,
@@ -148,7 +155,7 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	if _, ok := ts.Store().(tasks.Watcher); ok {
 		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
-	return o.mount(h)
+	return o.mount(&legacy{ts: ts, next: h})
 }
 
 // mount puts the layers every request passes before h (authentication,

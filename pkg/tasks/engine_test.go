@@ -811,6 +811,10 @@ func TestInlineRunIsBounded(t *testing.T) {
 	if r.Error == nil || r.Error.Code != -32603 {
 		t.Fatalf("inline hour-long sleep: %+v, want a -32603 error", r)
 	}
+	// Refused at once, saying why, not after holding until the deadline.
+	if !strings.Contains(r.Error.Message, "sleeps 1h0m0s") || !strings.Contains(r.Error.Message, "call it as a task") {
+		t.Fatalf("inline hour-long sleep: error %q does not say the sleep outlasts the budget", r.Error.Message)
+	}
 }
 
 // A step result over the size limit fails the step (without retries) and

@@ -213,7 +213,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	}
 	s.opts.fill()
 	s.log = s.opts.Logger
-	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.mcp.AddReceivingMiddleware(s.middleware, s.legacyMiddleware)
 	s.chain, _ = chainOf(s.mcp)
 	s.sdkConfig = leanVersionConflict(so.SupportedProtocolVersions)
 	for _, m := range []string{MethodGet, MethodCancel} {
@@ -533,15 +533,40 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	if owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
-	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
-		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks}
+	var journal []Entry
+	var responses map[string]json.RawMessage
 	if t.inputFirst {
-		res, journal, responses, err := preflight(args)
+		res, j, r, err := preflight(args)
 		if res != nil || err != nil {
 			return res, err
 		}
-		nt.Journal, nt.Responses = journal, responses
+		journal, responses = j, r
 	}
+	return s.persist(ctx, t, owner, args, s.opts.TTL, journal, responses)
+}
+
+// createWith validates raw arguments and persists a task of t for owner
+// with lifetime ttl, seeded with journal and responses (steps already
+// taken in the request), without input rounds before it.
+func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
+	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
+	args, bad := t.validateArgs(raw)
+	if bad != nil {
+		return bad, nil
+	}
+	if owner == "" {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
+	}
+	return s.persist(ctx, t, owner, args, ttl, journal, responses)
+}
+
+// persist creates the task durably (tasks/get finds it from here on),
+// enqueues it and returns the handle.
+func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.RawMessage, ttl time.Duration,
+	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
+	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
+		TTL: ttl, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks,
+		Journal: journal, Responses: responses, Listed: s.ListEnabled()}
 	nt.Now = s.now()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()

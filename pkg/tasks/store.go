@@ -92,6 +92,11 @@ type NewTask struct {
 	// synchronously (input gathered over MRTR before the task was created).
 	Journal   []Entry
 	Responses map[string]json.RawMessage
+	// Listed asks a store that lists tasks (Lister) to index the task in
+	// its owner's list. The server sets it when it serves tasks/list (not
+	// under Options.Anonymous, where nobody could list): an index nobody
+	// reads costs nothing.
+	Listed bool
 	// MaxLive, when positive, makes Create refuse the task with
 	// ErrTooManyTasks if Owner already has that many live (created, not
 	// yet terminal, not expired) tasks. The check and the count are

@@ -35,6 +35,9 @@
 // makes the next creation look up its members and drop those whose task
 // ended; a reservation whose creation never happened keeps its place until
 // its expiry. The set expires with its last member.
+//
+// A sorted set <prefix>list:<h> per principal indexes its tasks for
+// tasks.Lister (the 2025-11-25 tasks/list): see list.go.
 package redisstore
 
 import (
@@ -74,16 +77,21 @@ type Options struct {
 	// Store.Dispatches). Never set it on a Redis Cluster: the queue's keys
 	// live in another slot than a task's.
 	Queue *redisqueue.Queue
+	// MaxListed bounds each principal's list index (tasks.Lister): List
+	// shows at most the newest MaxListed unexpired tasks of a principal.
+	// Zero means DefaultMaxListed.
+	MaxListed int
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	c        rueidis.Client
-	prefix   string
-	grace    time.Duration
-	indexTTL time.Duration
-	sc       scripts
-	qkeys    []string // the queue's keys when dispatching, else nil
+	c         rueidis.Client
+	prefix    string
+	grace     time.Duration
+	indexTTL  time.Duration
+	maxListed int
+	sc        scripts
+	qkeys     []string // the due index and the queue's keys when dispatching, else nil
 }
 
 var _ tasks.Store = (*Store)(nil)
@@ -103,7 +111,10 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.MaxListed <= 0 {
+		o.MaxListed = DefaultMaxListed
+	}
+	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL, maxListed: o.MaxListed}
 	if o.Queue != nil {
 		q, w := o.Queue.Keys()
 		s.qkeys = []string{s.dueKey(), q, w}
@@ -150,6 +161,12 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 // the task hash so that the hash stays small enough for Redis's compact
 // encoding).
 func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
+
+// readKeys are the keys getScript reads for a task.
+func (s *Store) readKeys(id string) []string {
+	t, p, _, _ := s.keys(id)
+	return []string{t, p, s.offersKey(id), s.resultKey(id)}
+}
 
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
@@ -332,7 +349,16 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, s.index(s.schedule(nt.ID, now.Add(s.grace))...), nil)
+	// The owner's list index (tasks.Lister) in the same round trip, for a
+	// task that is listed (NewTask.Listed).
+	before := s.index(s.schedule(nt.ID, now.Add(s.grace))...)
+	if nt.Listed {
+		before = append(before, s.indexCmd(nt, now, exp))
+	}
+	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, before, nil)
+	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
+		indexErr = s.indexAgain(ctx, nt, now, exp)
+	}
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -381,13 +407,20 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if !tasks.ValidID(id) {
 		return nil, tasks.ErrNotFound
 	}
-	t, p, _, _ := s.keys(id)
-	arr, err := getScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id), s.resultKey(id)}, []string{owner}).ToArray()
+	arr, err := getScript.lua.Exec(ctx, s.c, s.readKeys(id), []string{owner}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
+	}
+	return decodeRead(id, arr)
+}
+
+// decodeRead decodes the reply of getScript.
+func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
+	if len(arr) == 0 || len(arr) > 3 {
+		return nil, fmt.Errorf("redisstore: get %s: unexpected reply", id)
 	}
 	h, err := arr[0].AsStrMap()
 	if err != nil {

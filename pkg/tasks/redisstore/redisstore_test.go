@@ -714,3 +714,52 @@ func TestTaskWithoutFlags(t *testing.T) {
 		}
 	}
 }
+
+// The list index of a principal is bounded (the oldest members beyond
+// Options.MaxListed go), drops expired members, does not name the
+// principal, and expires with its last member.
+func TestListIndexBounded(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix(), MaxListed: 3})
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			var ids []string
+			for i := range 5 {
+				id := tasks.NewID()
+				ttl := time.Hour + time.Duration(i)*time.Minute
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+					TTL: ttl, PollInterval: time.Second, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			key := s.listKey("alice")
+			if strings.Contains(key, "alice") {
+				t.Errorf("list key %q names the principal", key)
+			}
+			members, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+			if err != nil || !slices.Equal(members, ids[2:]) {
+				t.Errorf("list index %v (%v), want the newest three %v", members, err, ids[2:])
+			}
+			at, err := rc.Do(ctx, rc.B().Pexpiretime().Key(key).Build()).AsInt64()
+			if want := now.Add(time.Hour + 4*time.Minute).UnixMilli(); err != nil || at < want-1 || at > want+int64(embedredis.Tick/time.Millisecond) {
+				t.Errorf("list index expires at %d (%v), want with its last task at %d", at, err, want)
+			}
+			ts, next, err := s.List(ctx, "alice", "", 10, now)
+			if err != nil || len(ts) != 3 || next != "" || ts[0].ID != ids[4] {
+				t.Errorf("List = %d tasks, next %q, %v", len(ts), next, err)
+			}
+			// A creation past the first tasks' expiry drops them.
+			late := now.Add(time.Hour + 150*time.Second)
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+				TTL: time.Hour, PollInterval: time.Second, Now: late}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rc.Do(ctx, rc.B().Zcard().Key(key).Build()).AsInt64(); err != nil || n != 3 {
+				t.Errorf("list index after a late creation: %d members (%v), want 3 (ids[2] expired, ids[3], ids[4], the new one)", n, err)
+			}
+		})
+	}
+}
