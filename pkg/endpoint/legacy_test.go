@@ -276,7 +276,8 @@ func (l *legacyServer) create(principal, tool string, task map[string]any) legac
 	return res.Task
 }
 
-// The 2025-11-25 tasks utility on the shared store: creation honours a
+// The 2025-11-25 tasks utility on the shared store (pollInterval is the
+// server's advice, as on 2026-07-28): creation honours a
 // shorter ttl, tasks/get and tasks/list show the 2025-11-25 task object (no
 // 2026-07-28 names) to the owner only, tasks/cancel answers the cancelled
 // task and refuses a terminal one, tasks/result answers the result with
@@ -284,7 +285,7 @@ func (l *legacyServer) create(principal, tool string, task map[string]any) legac
 func TestLegacyTasksUtility(t *testing.T) {
 	l := newLegacyServer(t, tasks.Options{TTL: time.Hour, PollInterval: 1500 * time.Millisecond})
 	tk := l.create("alice", "job", map[string]any{"ttl": 60000})
-	if tk.Status != "working" || tk.TTL == nil || *tk.TTL != 60000 || tk.PollInterval == nil || *tk.PollInterval != 1500 || tk.TTLMs != nil || tk.CreatedAt == "" || tk.LastUpdatedAt == "" {
+	if tk.Status != "working" || tk.TTL == nil || *tk.TTL != 60000 || tk.PollInterval == nil || *tk.PollInterval <= 0 || *tk.PollInterval > 1500 || tk.TTLMs != nil || tk.CreatedAt == "" || tk.LastUpdatedAt == "" {
 		t.Fatalf("created %+v", tk)
 	}
 	if long := l.create("alice", "job", map[string]any{"ttl": 1e9}); *long.TTL != time.Hour.Milliseconds() {

@@ -195,7 +195,7 @@ func (s *Server) LegacyGetTask(ctx context.Context, owner, id string) (mcp.Resul
 	if err != nil {
 		return nil, err
 	}
-	return &LegacyTaskResult{LegacyTask: NewLegacyTask(t)}, nil
+	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
 }
 
 // LegacyCancelTask answers the 2025-11-25 tasks/cancel for owner: -32602
@@ -221,7 +221,7 @@ func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	if t.CancelRequested && !t.Status.Terminal() {
 		t.StatusMessage = "cancellation requested; the step in flight ends first"
 	}
-	return &LegacyTaskResult{LegacyTask: NewLegacyTask(t)}, nil
+	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
 }
 
 // ListEnabled reports whether the server offers the 2025-11-25 tasks/list:
@@ -259,7 +259,7 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 	}
 	res := &LegacyListTasksResult{Tasks: make([]LegacyTask, 0, len(p.ts)), NextCursor: p.next}
 	for _, t := range p.ts {
-		res.Tasks = append(res.Tasks, NewLegacyTask(t))
+		res.Tasks = append(res.Tasks, NewLegacyTask(s.advised(t)))
 	}
 	return res, nil
 }
