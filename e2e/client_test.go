@@ -124,10 +124,10 @@ func (l *wireLog) of(method string) []wireReq {
 
 // newTaskClient is a client of s that records its requests and polls at
 // the server's pace.
-func newTaskClient(s *clientServer) (*client.Client, *wireLog) {
+func newTaskClient(s *clientServer, opts ...client.Option) (*client.Client, *wireLog) {
 	l := &wireLog{}
-	return client.New(s.url, client.WithHTTPClient(&http.Client{Transport: l}),
-		client.WithRetry(client.RetryPolicy{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond, GiveUpAfter: time.Minute})), l
+	return client.New(s.url, append([]client.Option{client.WithHTTPClient(&http.Client{Transport: l}),
+		client.WithRetry(client.RetryPolicy{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond, GiveUpAfter: time.Minute})}, opts...)...), l
 }
 
 func resultText(t *testing.T, r *mcp.CallToolResult) string {
@@ -205,7 +205,7 @@ func clientScenarios(t *testing.T, ex, conf *clientServer) {
 
 	t.Run("task result", func(t *testing.T) {
 		t.Parallel()
-		c, wire := newTaskClient(ex)
+		c, wire := newTaskClient(ex, client.WithPolling()) // the polls' wire (TestClientListens: the stream's)
 		var st statuses
 		res, err := c.Call(context.Background(), "slow_compute", map[string]any{"seconds": 1, "label": "e2e"}, st.opt())
 		if err != nil {

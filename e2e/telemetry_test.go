@@ -85,10 +85,9 @@ func stopGracefully(t *testing.T, p *proc) {
 // second worker runs parts 2 and 3 and the summary. The task is one trace:
 // the endpoint's tools/call span is its root, every worker invocation is
 // its child across the process boundary and the queue, and every step span
-// links to it. Each invocation also links to the enqueue its queue message
-// came from (the message carries it beside the task id): the tools/call's
-// and the tasks/update's in the endpoint, the workers' own after them.
-// The tasks/update is a span of the endpoint in the client's own trace.
+// links to it: the trace context travels with the task in the store, so
+// no queue message needs to carry it. The tasks/update is a span of the
+// endpoint in the client's own trace.
 func TestOneTracePerTaskAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	env := []string{
@@ -184,23 +183,16 @@ func TestOneTracePerTaskAcrossProcesses(t *testing.T) {
 				t.Errorf("%s in %s: trace %s parent %s; want the child of the tools/call span %s/%s",
 					s.Name, s.process, s.SpanContext.TraceID, s.Parent.SpanID, root.SpanContext.TraceID, root.SpanContext.SpanID)
 			}
-			// The queue message carried its enqueue's context: the
-			// invocation links to that span, in whichever process it was.
-			var via *exportedSpan
+			// A message that carried its enqueue's context (a push
+			// queue's, or the Redis queue's when the store does not
+			// dispatch) is linked; the store that dispatches (this shape)
+			// enqueues inside its own scripts, and the invocation joins the
+			// task's trace from the store alone.
 			for _, l := range s.Links {
 				if e := byID[l.SpanContext.SpanID]; e != nil && e.Name == "enqueue" {
-					via = e
+					enqueuers[e.process]++
 				}
 			}
-			if via == nil {
-				t.Errorf("%s in %s has no link to the enqueue that its message came from", s.Name, s.process)
-				continue
-			}
-			parent := "?"
-			if p := byID[via.Parent.SpanID]; p != nil {
-				parent = p.Name
-			}
-			enqueuers[via.process+": "+parent]++
 		case strings.HasPrefix(s.Name, "step "):
 			steps[strings.TrimPrefix(s.Name, "step ")] = s.process
 			linked := false
@@ -224,12 +216,6 @@ func TestOneTracePerTaskAcrossProcesses(t *testing.T) {
 	}
 	if advances["worker1"] == 0 || advances["worker2"] == 0 {
 		t.Errorf("worker invocations by process: %v", advances)
-	}
-	// The first message left the endpoint with the tools/call, the one
-	// that resumed the task with the tasks/update; the rest left the
-	// workers' own invocations.
-	if enqueuers["endpoint: tools/call stoppable_batch"] != 1 || enqueuers["endpoint: tasks/update"] != 1 {
-		t.Errorf("invocations by the span their message was enqueued under: %v", enqueuers)
 	}
 	t.Logf("%d spans; the task's trace %s: steps %v, invocations %v, enqueued under %v", len(spans), root.SpanContext.TraceID, steps, advances, enqueuers)
 }

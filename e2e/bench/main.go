@@ -55,7 +55,14 @@ func main() {
 	flag.Var(&peers, "peer", "name=URL of an external MCP endpoint to measure alongside (repeatable or comma-separated)")
 	taskTool := flag.String("peer-task-tool", "slow_compute", "tool that creates a long-running task on each peer")
 	taskArgs := flag.String("peer-task-args", `{"seconds":3600}`, "arguments of -peer-task-tool, a JSON object")
+	old := flag.String("old", "", "a prebuilt mcptasks binary of an earlier version: its redis-server rows run in the same run, labelled \"(old)\"")
+	workersOnly := flag.Bool("workers-only", false, "run only the worker rows and the Redis cost per task (a quick check)")
+	floorServe := flag.String("floor-serve", "", "internal: serve the raw net/http floor on this address (the driver starts itself with it)")
 	flag.Parse()
+	if *floorServe != "" {
+		serveFloor(*floorServe)
+		return
+	}
 	log.SetFlags(0)
 	var args map[string]any
 	if err := json.Unmarshal([]byte(*taskArgs), &args); err != nil || args == nil {
@@ -64,7 +71,7 @@ func main() {
 	for i := range peers {
 		peers[i].TaskTool, peers[i].TaskArgs = *taskTool, args
 	}
-	if err := run(*duration, *clients, *jsonOut, peers); err != nil {
+	if err := run(*duration, *clients, *jsonOut, peers, *old, *workersOnly); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -112,21 +119,43 @@ type Row struct {
 	CmdsPerOp  float64 `json:"redisCommandsPerOp,omitempty"`
 	RSSMiB     float64 `json:"rssMiB,omitempty"`
 	VsBaseline float64 `json:"vsBaseline,omitempty"`
+	VsRaw      float64 `json:"vsRawFloor,omitempty"`
+}
+
+// Cost is what one completed 1-step task costs Redis: its create, its step,
+// its completion and one tasks/get, measured over many.
+type Cost struct {
+	Variant string `json:"variant"`
+	Tasks   int    `json:"tasks"`
+	// Commands is the number of commands redis-server processed per task
+	// (INFO commandstats: the commands inside scripts count, as do the
+	// scripts themselves), and ByCommand the same per command name.
+	Commands  float64            `json:"commandsPerTask"`
+	ByCommand map[string]float64 `json:"byCommand"`
+	// UsedMemory is the growth of used_memory per completed task, and
+	// KeyBytes the MEMORY USAGE of one completed task's keys.
+	UsedMemory float64 `json:"usedMemoryPerTask"`
+	KeyBytes   int64   `json:"keyBytes"`
+	// AllKeys is the number of keys in Redis after the tasks completed,
+	// and AllKeyBytes their MEMORY USAGE summed, per task.
+	AllKeys     int64            `json:"allKeys"`
+	AllKeyBytes float64          `json:"allKeyBytesPerTask"`
+	Keys        map[string]int64 `json:"keys"`
 }
 
 // Report is the whole run.
 type Report struct {
-	When                  string  `json:"when"`
-	GoVersion             string  `json:"goVersion"`
-	CPUs                  int     `json:"cpus"`
-	Clients               int     `json:"clients"`
-	Duration              string  `json:"duration"`
-	Rows                  []Row   `json:"rows"`
-	BytesPerCompletedTask float64 `json:"redisBytesPerCompletedTask"`
-	Peers                 []Peer  `json:"peers,omitempty"`
+	When      string `json:"when"`
+	GoVersion string `json:"goVersion"`
+	CPUs      int    `json:"cpus"`
+	Clients   int    `json:"clients"`
+	Duration  string `json:"duration"`
+	Rows      []Row  `json:"rows"`
+	Costs     []Cost `json:"costs"`
+	Peers     []Peer `json:"peers,omitempty"`
 }
 
-func run(duration time.Duration, clients int, jsonOut string, peers []Peer) error {
+func run(duration time.Duration, clients int, jsonOut string, peers []Peer, old string, workersOnly bool) error {
 	dir, err := os.MkdirTemp("", "mcptasks-bench")
 	if err != nil {
 		return err
@@ -138,6 +167,15 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer) erro
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building cmd/mcptasks: %w", err)
 	}
+	// The variants measured on redis-server: this tree, and -old if given.
+	variants := []struct{ label, bin string }{{"", bin}}
+	if old != "" {
+		abs, err := filepath.Abs(old)
+		if err != nil {
+			return err
+		}
+		variants = append(variants, struct{ label, bin string }{" (old)", abs})
+	}
 	rep := &Report{When: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Clients: clients, Duration: duration.String(), Peers: peers}
 	var procs []*proc
@@ -146,7 +184,7 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer) erro
 			p.stop()
 		}
 	}()
-	start := func(env []string, args ...string) (*proc, error) {
+	start := func(bin string, env []string, args ...string) (*proc, error) {
 		p, err := startProc(bin, env, args...)
 		if err == nil {
 			procs = append(procs, p)
@@ -162,79 +200,115 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer) erro
 		}
 		procs = nil
 	}
-	split := func(workers int) (*proc, *redisProc, error) {
+	split := func(bin string, workers int) (*proc, *redisProc, error) {
 		rs, err := startRedis(dir)
 		if err != nil {
 			return nil, nil, err
 		}
 		procs = append(procs, rs.proc)
 		env := []string{"REDIS_URL=" + rs.url}
-		api, err := start(env, "serve", "--no-worker")
+		api, err := start(bin, env, "serve", "--no-worker")
 		if err != nil {
 			return nil, nil, err
 		}
 		for range workers {
-			if _, err := start(env, "worker"); err != nil {
+			if _, err := start(bin, env, "worker"); err != nil {
 				return nil, nil, err
 			}
 		}
 		return api, rs, nil
 	}
 
-	// Embedded store, one process: the floor, then the task operations.
-	emb, err := start(nil, "serve")
-	if err != nil {
-		return err
-	}
-	baseline := load(emb.url, clients, duration, "tools/call", greetCall)
-	baseline.Scenario, baseline.Store = "sync tools/call (greet): protocol floor", "none"
-	baseline.RSSMiB = emb.rssMiB()
-	rep.Rows = append(rep.Rows, baseline)
-	rep.Rows = append(rep.Rows, taskScenarios(emb, nil, clients, duration, "embedded")...)
-	stopAll()
-
-	// Real redis-server, endpoint and worker in separate processes.
-	api, rs, err := split(1)
-	if err != nil {
-		return err
-	}
-	rep.Rows = append(rep.Rows, taskScenarios(api, rs, clients, duration, "redis-server")...)
-	stopAll()
-
-	// External peers, while none of our processes run.
-	for _, peer := range peers {
-		rows, err := peerScenarios(peer, clients, duration)
-		if err != nil {
-			return fmt.Errorf("peer %s: %w", peer.Name, err)
-		}
-		rep.Rows = append(rep.Rows, rows...)
-	}
-
-	// Worker throughput and end-to-end latency, each on a fresh deployment.
-	if emb, err = start(nil, "serve"); err != nil {
-		return err
-	}
-	rep.Rows = append(rep.Rows, throughput(emb, "embedded, in-process workers", 200), e2eLatency(emb, "embedded", 100))
-	stopAll()
-	for _, workers := range []int{1, 2} {
-		api, rs, err := split(workers)
+	var baseline, raw Row
+	if !workersOnly {
+		// Embedded store, one process: the floor, then the task operations.
+		emb, err := start(bin, nil, "serve")
 		if err != nil {
 			return err
 		}
-		if workers == 1 {
-			rep.BytesPerCompletedTask = bytesPerTask(api, rs, 200)
-		}
-		rep.Rows = append(rep.Rows, throughput(api, fmt.Sprintf("redis-server, %d worker process(es)", workers), 200))
-		if workers == 1 {
-			rep.Rows = append(rep.Rows, e2eLatency(api, "redis-server", 100))
-		}
+		baseline = load(emb.url, clients, duration, "tools/call", greetCall)
+		baseline.Scenario, baseline.Store = "sync tools/call (greet): protocol floor", "none"
+		baseline.RSSMiB = emb.rssMiB()
+		rep.Rows = append(rep.Rows, baseline)
+		embRows, _ := taskScenarios(emb, nil, clients, duration, "embedded")
+		rep.Rows = append(rep.Rows, embRows...)
 		stopAll()
+
+		// Real redis-server, endpoint and worker in separate processes. The
+		// answer of the first tasks/get is what the raw floor serves.
+		var answer []byte
+		for _, v := range variants {
+			api, rs, err := split(v.bin, 1)
+			if err != nil {
+				return err
+			}
+			rows, got := taskScenarios(api, rs, clients, duration, "redis-server"+v.label)
+			if answer == nil {
+				answer = got
+			}
+			rep.Rows = append(rep.Rows, rows...)
+			stopAll()
+		}
+
+		// The raw net/http floor: a handler in a process of its own that decodes
+		// the JSON-RPC body and writes a fixed tasks/get answer of the same bytes.
+		floor, err := startFloor(dir, answer)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, floor)
+		raw = load(floor.url, clients, duration, "tasks/get", func(int64) (map[string]any, string) {
+			return map[string]any{"taskId": "fixed"}, "fixed"
+		})
+		raw.Scenario, raw.Store, raw.RSSMiB = "raw net/http floor: decode the body, write a fixed tasks/get answer", "none", floor.rssMiB()
+		rep.Rows = append(rep.Rows, raw)
+		stopAll()
+
+		// External peers, while none of our processes run.
+		for _, peer := range peers {
+			rows, err := peerScenarios(peer, clients, duration)
+			if err != nil {
+				return fmt.Errorf("peer %s: %w", peer.Name, err)
+			}
+			rep.Rows = append(rep.Rows, rows...)
+		}
+	}
+
+	// Worker throughput and end-to-end latency, each on a fresh deployment.
+	if !workersOnly {
+		emb, err := start(bin, nil, "serve")
+		if err != nil {
+			return err
+		}
+		rep.Rows = append(rep.Rows, throughput(emb, "embedded, in-process workers", 200), e2eLatency(emb, "embedded", 100))
+		stopAll()
+	}
+	for _, v := range variants {
+		for _, workers := range []int{1, 2} {
+			api, rs, err := split(v.bin, workers)
+			if err != nil {
+				return err
+			}
+			if workers == 1 {
+				cost := costPerTask(api, rs, 1000)
+				cost.Variant = "redis-server" + v.label
+				rep.Costs = append(rep.Costs, cost)
+			}
+			rep.Rows = append(rep.Rows, throughput(api, fmt.Sprintf("redis-server, %d worker process(es)%s", workers, v.label), 200))
+			if workers == 1 {
+				rep.Rows = append(rep.Rows, e2eLatency(api, "redis-server"+v.label, 100))
+			}
+			stopAll()
+		}
 	}
 
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		if r.Unit == "req/s" && baseline.PerSec > 0 {
 			r.VsBaseline = r.PerSec / baseline.PerSec
+		}
+		if r.Unit == "req/s" && raw.PerSec > 0 {
+			r.VsRaw = r.PerSec / raw.PerSec
 		}
 	}
 	printTable(rep)
@@ -246,7 +320,8 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer) erro
 }
 
 // taskScenarios measures creation, polling and input delivery on one store.
-func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store string) []Row {
+// It returns the rows and the raw result of one tasks/get of the polled task.
+func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store string) ([]Row, []byte) {
 	var rows []Row
 	cmds := func() int64 {
 		if rs == nil {
@@ -270,6 +345,10 @@ func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store s
 	}
 	if err := c.call("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "x"}}, "confirm_delete", &parked); err != nil {
 		log.Fatalf("creating the polled task: %v", err)
+	}
+	var answer json.RawMessage
+	if err := c.call("tasks/get", map[string]any{"taskId": parked.TaskID}, parked.TaskID, &answer); err != nil {
+		log.Fatalf("reading the polled task: %v", err)
 	}
 	rows = append(rows, measure("tasks/get polling", "tasks/get", func(int64) (map[string]any, string) {
 		return map[string]any{"taskId": parked.TaskID}, parked.TaskID
@@ -299,7 +378,7 @@ func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store s
 	rows = append(rows, measure("tools/call creating a task", "tools/call", func(int64) (map[string]any, string) {
 		return map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 3600}}, "slow_compute"
 	}))
-	return rows
+	return rows, answer
 }
 
 // peerScenarios measures an external endpoint: the sync tools/call floor and
@@ -472,12 +551,29 @@ func waitDone(c *client, id string, every time.Duration) {
 	}
 }
 
-// bytesPerTask completes n one-step tasks and divides the growth of Redis
-// used_memory by n.
-func bytesPerTask(p *proc, rs *redisProc, n int) float64 {
+// costPerTask completes n one-step tasks (create, one step, completed) and
+// reads what they cost Redis: commands (INFO commandstats) and memory, per
+// task, counting exactly one tasks/get per task: the polls that waited for
+// completion beyond one per task are measured alone and subtracted.
+func costPerTask(p *proc, rs *redisProc, n int) Cost {
 	c := &client{url: p.url}
-	before := rs.usedMemory()
-	var ids []string
+	// Warm up first: the scripts load, the server's dictionaries and the
+	// connections' buffers grow, before anything is counted.
+	warm := make([]string, 0, 20)
+	for range cap(warm) {
+		var t struct {
+			TaskID string `json:"taskId"`
+		}
+		if err := c.call("tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 1}}, "batch_report", &t); err != nil {
+			log.Fatal(err)
+		}
+		warm = append(warm, t.TaskID)
+	}
+	for _, id := range warm {
+		waitDone(c, id, 2*time.Millisecond)
+	}
+	stats0, mem0 := rs.commandStats(), rs.usedMemory()
+	ids := make([]string, 0, n)
 	for range n {
 		var t struct {
 			TaskID string `json:"taskId"`
@@ -487,10 +583,115 @@ func bytesPerTask(p *proc, rs *redisProc, n int) float64 {
 		}
 		ids = append(ids, t.TaskID)
 	}
+	gets := 0
 	for _, id := range ids {
-		waitDone(c, id, 2*time.Millisecond)
+		for {
+			var t struct {
+				Status string `json:"status"`
+			}
+			gets++
+			if err := c.call("tasks/get", map[string]any{"taskId": id}, id, &t); err != nil {
+				log.Fatalf("polling %s: %v", id, err)
+			}
+			if t.Status == "completed" {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	return float64(rs.usedMemory()-before) / float64(n)
+	stats1, mem1 := rs.commandStats(), rs.usedMemory()
+	for _, id := range ids {
+		if err := c.call("tasks/get", map[string]any{"taskId": id}, id, nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+	stats2 := rs.commandStats()
+	extra := float64(gets - n)
+	cost := Cost{Tasks: n, ByCommand: map[string]float64{}, UsedMemory: float64(mem1-mem0) / float64(n), Keys: map[string]int64{}}
+	for name, v1 := range stats1 {
+		if name == "info" {
+			continue
+		}
+		perGet := float64(stats2[name]-v1) / float64(n)
+		per := (float64(v1-stats0[name]) - extra*perGet) / float64(n)
+		if per > 0.005 {
+			cost.ByCommand[name] = per
+			cost.Commands += per
+		}
+	}
+	for _, key := range rs.keysOf(ids[n/2]) {
+		b := rs.memoryUsage(key)
+		cost.Keys[key] = b
+		cost.KeyBytes += b
+	}
+	for _, key := range rs.keysMatching("*") {
+		cost.AllKeys++
+		cost.AllKeyBytes += float64(rs.memoryUsage(key)) / float64(n+len(warm))
+	}
+	return cost
+}
+
+// startFloor starts this driver again as the raw net/http floor (see
+// serveFloor), answering every request with answer as its result.
+func startFloor(dir string, answer []byte) (*proc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "floor-answer.json")
+	if err := os.WriteFile(file, answer, 0o644); err != nil {
+		return nil, err
+	}
+	addr := freeAddr()
+	cmd := exec.Command(self, "-floor-serve", addr)
+	cmd.Env = append(os.Environ(), "BENCH_FLOOR_ANSWER="+file)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), url: "http://" + addr + "/mcp"}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return p, nil
+		}
+	}
+	p.stop()
+	return nil, errors.New("the raw floor did not start")
+}
+
+// serveFloor is the raw net/http floor: the least an HTTP JSON-RPC server
+// can do for a tasks/get, with no MCP library, no store and no checks
+// beyond decoding the body. Its result is the bytes of one of our real
+// tasks/get answers.
+func serveFloor(addr string) {
+	result, err := os.ReadFile(os.Getenv("BENCH_FLOOR_ANSWER"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+			Params  json.RawMessage `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Method == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"jsonrpc":"2.0","id":`)
+		b.Write(req.ID)
+		b.WriteString(`,"result":`)
+		b.Write(result)
+		b.WriteString("}")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b.Bytes())
+	})
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -502,8 +703,8 @@ func mustJSON(v any) string {
 
 func printTable(rep *Report) {
 	fmt.Printf("\nmcptasks benchmarks: %s, %s, %d CPUs, %d clients, %s per load scenario\n\n", rep.When, rep.GoVersion, rep.CPUs, rep.Clients, rep.Duration)
-	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | Redis cmds/op ¹ | RSS MiB ² | errors |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | vs raw floor | Redis cmds/op ¹ | RSS MiB ² | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
 		opt := func(v float64, f string) string {
 			if v == 0 {
@@ -511,8 +712,8 @@ func printTable(rep *Report) {
 			}
 			return fmt.Sprintf(f, v)
 		}
-		fmt.Printf("| %s | %s | %.0f %s | %s | %s | %s | %s | %s | %d |\n", r.Scenario, r.Store, r.PerSec, r.Unit,
-			opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"), opt(r.VsBaseline, "%.2f×"), opt(r.CmdsPerOp, "%.1f"), opt(r.RSSMiB, "%.0f"), r.Errors)
+		fmt.Printf("| %s | %s | %.0f %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Scenario, r.Store, r.PerSec, r.Unit,
+			opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"), opt(r.VsBaseline, "%.2f×"), opt(r.VsRaw*100, "%.0f%%"), opt(r.CmdsPerOp, "%.1f"), opt(r.RSSMiB, "%.0f"), r.Errors)
 	}
 	fmt.Printf("\n¹ commands redis-server processed per request during the scenario (INFO total_commands_processed), counting the commands inside scripts and the work the request set off in the workers; round trips per operation are in the Go benchmarks above.\n")
 	fmt.Printf("² resident set of the process serving the endpoint (or running the workers), after the scenario.\n")
@@ -520,7 +721,28 @@ func printTable(rep *Report) {
 		fmt.Printf("\npeer: %s is %s, measured by the same driver; it polls a working task from %s %s (ours poll an input_required task); \"vs floor\" is against our floor.\n",
 			p.Name, p.URL, p.TaskTool, mustJSON(p.TaskArgs))
 	}
-	fmt.Printf("\nRedis memory per completed 1-step task (redis-server used_memory growth): %.0f bytes\n", rep.BytesPerCompletedTask)
+	for _, c := range rep.Costs {
+		fmt.Printf("\nRedis cost of a completed 1-step task on %s (create, one step, completed, one tasks/get; mean of %d):\n", c.Variant, c.Tasks)
+		fmt.Printf("- %.1f commands (INFO commandstats):", c.Commands)
+		names := make([]string, 0, len(c.ByCommand))
+		for k := range c.ByCommand {
+			names = append(names, k)
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			if c.ByCommand[a] != c.ByCommand[b] {
+				if c.ByCommand[a] > c.ByCommand[b] {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		for _, k := range names {
+			fmt.Printf(" %s %.2f", k, c.ByCommand[k])
+		}
+		fmt.Printf("\n- used_memory growth %.0f bytes per task; MEMORY USAGE of one completed task's keys %d bytes %v; all %d keys in Redis afterwards: %.0f bytes per task\n",
+			c.UsedMemory, c.KeyBytes, c.Keys, c.AllKeys, c.AllKeyBytes)
+	}
 }
 
 // client is a minimal keep-alive client of the 2026-07-28 wire.
@@ -677,28 +899,132 @@ func startRedis(dir string) (*redisProc, error) {
 	return nil, errors.New("redis-server did not start")
 }
 
-// info runs INFO over a raw RESP connection (the driver needs no client).
-func (r *redisProc) info(ctx context.Context) (string, error) {
+// do runs one command over a raw RESP connection (the driver needs no
+// client) and returns its reply: a string, an int64, nil, or a []any.
+func (r *redisProc) do(ctx context.Context, args ...string) (any, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", r.addr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nINFO\r\n")); err != nil {
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return nil, err
+	}
+	return readRESP(bufio.NewReader(conn))
+}
+
+func readRESP(br *bufio.Reader) (any, error) {
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return nil, errors.New("empty RESP line")
+	}
+	switch line[0] {
+	case '+':
+		return line[1:], nil
+	case '-':
+		return nil, errors.New(line[1:])
+	case ':':
+		return strconv.ParseInt(line[1:], 10, 64)
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		out := make([]any, 0, max(n, 0))
+		for range n {
+			v, err := readRESP(br)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected RESP %q", line)
+}
+
+func (r *redisProc) info(ctx context.Context, section ...string) (string, error) {
+	v, err := r.do(ctx, append([]string{"INFO"}, section...)...)
+	if err != nil {
 		return "", err
 	}
-	br := bufio.NewReader(conn)
-	head, err := br.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return "", fmt.Errorf("INFO: %q %v", head, err)
+	s, _ := v.(string)
+	return s, nil
+}
+
+// commandStats returns the calls of each command (INFO commandstats).
+func (r *redisProc) commandStats() map[string]int64 {
+	s, err := r.info(context.Background(), "commandstats")
+	if err != nil {
+		log.Fatalf("INFO commandstats: %v", err)
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(br, buf); err != nil {
-		return "", err
+	out := map[string]int64{}
+	for _, line := range strings.Split(s, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		out[name], _ = strconv.ParseInt(calls, 10, 64)
 	}
-	return string(buf), nil
+	return out
+}
+
+// keysOf lists the keys whose name holds the task id's hash tag.
+func (r *redisProc) keysOf(id string) []string { return r.keysMatching("*{" + id + "}*") }
+
+// keysMatching lists the keys matching a SCAN pattern.
+func (r *redisProc) keysMatching(pattern string) []string {
+	var keys []string
+	cursor := "0"
+	for {
+		v, err := r.do(context.Background(), "SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
+		if err != nil {
+			log.Fatalf("SCAN: %v", err)
+		}
+		arr, _ := v.([]any)
+		if len(arr) != 2 {
+			log.Fatalf("SCAN: unexpected reply %v", v)
+		}
+		cursor, _ = arr[0].(string)
+		batch, _ := arr[1].([]any)
+		for _, k := range batch {
+			keys = append(keys, k.(string))
+		}
+		if cursor == "0" {
+			slices.Sort(keys)
+			return keys
+		}
+	}
+}
+
+// memoryUsage is MEMORY USAGE of key (with every nested value sampled).
+func (r *redisProc) memoryUsage(key string) int64 {
+	v, err := r.do(context.Background(), "MEMORY", "USAGE", key, "SAMPLES", "0")
+	if err != nil {
+		log.Fatalf("MEMORY USAGE: %v", err)
+	}
+	n, _ := v.(int64)
+	return n
 }
 
 func (r *redisProc) field(name string) int64 {

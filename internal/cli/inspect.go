@@ -146,8 +146,8 @@ type inspection struct {
 	CancelRequestedAt time.Time                  `json:"cancelRequestedAt,omitzero"`
 	// Attempts is the attempt counter of the next step (live tasks).
 	Attempts int `json:"attempts,omitempty"`
-	// Claims is how many times a worker took the task.
-	Claims   int64   `json:"claims"`
+	// Claims is how many times a worker took the task (live tasks).
+	Claims   int64   `json:"claims,omitempty"`
 	Timeline []event `json:"timeline"`
 }
 
@@ -263,7 +263,9 @@ func (in *inspection) render(w io.Writer) {
 	if len(in.Arguments) > 0 {
 		fmt.Fprintf(tw, "arguments\t%s\n", clip(string(in.Arguments), 100))
 	}
-	fmt.Fprintf(tw, "claims\t%d\n", in.Claims)
+	if in.Claims > 0 {
+		fmt.Fprintf(tw, "claims\t%d\n", in.Claims)
+	}
 	_ = tw.Flush()
 
 	fmt.Fprintln(w, "\ntimeline")

@@ -43,6 +43,8 @@ type Config struct {
 	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
 	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
 	PollInterval   time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
+	PollMin        time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
+	PollMax        time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
 	MaxDuration    time.Duration // MCPTASKS_MAX_DURATION (default 60s)
 	Steps          int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
 	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
@@ -167,6 +169,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	dur("MCPTASKS_TASK_TTL", &c.TaskTTL, time.Hour)
 	dur("MCPTASKS_POLL_INTERVAL", &c.PollInterval, time.Second)
+	dur("MCPTASKS_POLL_MIN", &c.PollMin, min(500*time.Millisecond, c.PollInterval))
+	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
 	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, 5*time.Second)
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
@@ -462,11 +466,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		}
 		b.telemetry = tel
 	}
-	store := redisstore.New(client, &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider})
 	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
 		b.Close()
 		return nil, err
 	}
+	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider}
+	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
+		// The queue is in the same Redis: each transition enqueues in its
+		// own script (a worker step saves a round trip).
+		sopts.Queue = b.consumer
+	}
+	store := redisstore.New(client, sopts)
 	var so mcp.ServerOptions
 	if app.ServerOptions != nil {
 		so = *app.ServerOptions
@@ -499,6 +509,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Logger:             log,
 		TTL:                cfg.TaskTTL,
 		PollInterval:       cfg.PollInterval,
+		PollMin:            cfg.PollMin,
+		PollMax:            cfg.PollMax,
 		MaxDuration:        cfg.MaxDuration,
 		StepsPerInvocation: cfg.Steps,
 		StoreTimeout:       cfg.StoreTimeout,
@@ -578,14 +590,27 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) error {
+	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		res, err := b.Tasks.Advance(ctx, id)
 		if err != nil {
-			return err
+			return redisqueue.Ack, err
 		}
 		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return nil
+		return settle(res), nil
 	})
+}
+
+// settle says what an Advance did with its queue message (see
+// tasks.AdvanceResult.Settled): a store that dispatches through the Redis
+// queue removed it when the task ended, else made it due again.
+func settle(res tasks.AdvanceResult) redisqueue.Settle {
+	switch {
+	case !res.Settled:
+		return redisqueue.Ack
+	case res.Status.Terminal():
+		return redisqueue.Removed
+	}
+	return redisqueue.Requeued
 }
 
 // RunSweeper sweeps every interval until ctx ends.

@@ -45,6 +45,9 @@ type Client struct {
 	retry      RetryPolicy
 	maxBody    int64
 	nextID     atomic.Int64
+	// noListen: poll, never listen (WithPolling, or the server refused a
+	// task stream).
+	noListen atomic.Bool
 
 	// sleep waits for d or until ctx ends; tests replace it to record the
 	// waits the client chooses.

@@ -100,7 +100,7 @@ func TestCallFollowsPollInterval(t *testing.T) {
 			if got := rec.all(); !slices.Equal(got, tc.want) {
 				t.Errorf("waits %v, want %v", got, tc.want)
 			}
-			reqs := srv.Requests()
+			reqs := srv.Requests("tools/call", "tasks/get") // and one subscriptions/listen, refused
 			if len(reqs) != 1+tc.wantGetCount || reqs[0].Method != "tools/call" {
 				t.Fatalf("requests: %d, want tools/call then %d tasks/get", len(reqs), tc.wantGetCount)
 			}
@@ -855,5 +855,32 @@ func TestBadNameIsNotRetried(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d requests sent", n)
+	}
+}
+
+// A server without task streams refuses subscriptions/listen (here -32601,
+// HTTP 404): the client polls instead, and does not ask again.
+func TestCallFallsBackToPolling(t *testing.T) {
+	tool := faketasks.Tool{Steps: []faketasks.Step{{PollIntervalMs: 5}, {Result: text("done")}}}
+	srv := faketasks.New(map[string]faketasks.Tool{"job": tool}, nil)
+	defer srv.Close()
+	c, _ := newClient(srv)
+	for range 2 {
+		if _, err := c.Call(context.Background(), "job", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(srv.Requests("subscriptions/listen")); n != 1 {
+		t.Errorf("subscriptions/listen sent %d times, want once", n)
+	}
+	if n := len(srv.Requests("tasks/get")); n < 2 {
+		t.Errorf("tasks/get sent %d times, want the tasks polled", n)
+	}
+	c, _ = newClient(srv, WithPolling())
+	if _, err := c.Call(context.Background(), "job", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Requests("subscriptions/listen")); n != 1 {
+		t.Errorf("WithPolling: subscriptions/listen sent again")
 	}
 }

@@ -174,3 +174,20 @@ func ExampleNew() {
 	_ = c
 	// Output:
 }
+
+// A client that never listens for task notifications: it polls tasks/get
+// at the pace the server advises (by default the client listens when the
+// server offers task streams, and polls otherwise).
+func ExampleWithPolling() {
+	srv := exampleServer()
+	defer srv.Close()
+	c := client.New(srv.URL, client.WithPolling())
+	res, err := c.Call(context.Background(), "report", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// processed 2 parts
+}

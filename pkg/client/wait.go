@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,6 +54,22 @@ func (c *Client) wait(ctx context.Context, cfg *callConfig, t *Task) (*mcp.CallT
 			}
 			if sent {
 				wait = 0 // read the task again at once: what is still pending?
+			}
+		}
+		if wait > 0 && !c.noListen.Load() {
+			began := time.Now()
+			last, err := w.stream(lctx)
+			switch {
+			case err == nil && last != nil && last.Status.Terminal():
+				return w.finish(last)
+			case err == nil:
+				// The stream ended (at the server's time limit): read the
+				// task, then listen again, at the pace polling would have.
+				wait = max(0, wait-time.Since(began))
+			case errors.Is(err, errNoStream):
+				c.log.Debug("polling the task", "task", t.ID, "reason", err)
+			default:
+				return nil, w.stopped(ctx, err)
 			}
 		}
 		if wait > 0 {

@@ -24,6 +24,15 @@
 //  4. The tasks layer (ForTasks only), under an incoming W3C traceparent
 //     header's context when the tasks server traces (its requests' spans
 //     are then children of the caller's):
+//     - the legacy layer (legacy.go) serves clients on revisions before
+//     2026-07-28: the 2025-11-25 tasks utility from the same store, inline
+//     task tools with elicitation, session ids carrying the client's
+//     elicitation capability, and -32601 for unknown methods; requests on
+//     2026-07-28 pass it untouched;
+//     - task streams (listen.go): a subscriptions/listen that names
+//     params.notifications.taskIds is answered here with an SSE stream of
+//     notifications/tasks, when the task store announces its transitions
+//     ([tasks.Watcher]); every other listen goes on to the go-sdk;
 //     - the lean path answers a well-formed tasks/get, tasks/update,
 //     tasks/cancel or task-creating tools/call itself, parsing the body
 //     once, with exactly the answer the go-sdk would give (it calls the
@@ -35,9 +44,11 @@
 //     serve goes on, unchanged;
 //     - the routing check: tasks/* requests must carry an Mcp-Name equal
 //     to params.taskId (-32020), which the go-sdk checks only for its own
-//     methods.
+//     methods;
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware in package tasks answers task tools and tasks/*.
+//
+// [New] answers unknown methods of older revisions with -32601 too.
 //
 // GET /healthz answers "ok", and Options.Extra mounts further routes.
 package endpoint
@@ -124,7 +135,7 @@ func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
 func New(srv *mcp.Server, opts *Options) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
-	return o.mount(sdk)
+	return o.mount(unknownMethods(sdk))
 }
 
 // ForTasks returns the handler serving the tasks server ts at opts.Path,
@@ -144,6 +155,10 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
+	if _, ok := ts.Store().(tasks.Watcher); ok {
+		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
+	}
+	h = &legacy{ts: ts, next: h}
 	if ts.Tracing() {
 		h = traceContext(h)
 	}

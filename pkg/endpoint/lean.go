@@ -85,6 +85,8 @@ type leanPath struct {
 	// localhostProtection is the go-sdk handler's DNS-rebinding check
 	// (StreamableHTTPOptions.DisableLocalhostProtection unset).
 	localhostProtection bool
+	// meta remembers the verdicts on the _meta of recent requests.
+	meta metaCache
 }
 
 func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +100,7 @@ func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bodyError(w, err)
 		return
 	}
-	req, ok := parseLean(body, method)
+	req, ok := parseLean(body, method, &l.meta)
 	if !ok || len(body) > maxPeek {
 		l.next.ServeHTTP(w, r)
 		return
@@ -217,7 +219,7 @@ func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) 
 // (protocolVersion exactly that, clientCapabilities and, if present,
 // clientInfo decodable as the go-sdk decodes them). Anything else is left
 // to the go-sdk.
-func parseLean(body []byte, method string) (*leanRequest, bool) {
+func parseLean(body []byte, method string, mc *metaCache) (*leanRequest, bool) {
 	if tooDeep(body, maxDepth) {
 		return nil, false // the go-sdk refuses it as malformed
 	}
@@ -254,37 +256,8 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 			return nil, false
 		}
 	}
-	meta, ok := object(params["_meta"])
-	if !ok {
+	if req.extension, ok = mc.parse(params); !ok {
 		return nil, false
-	}
-	if v, _, ok := str(meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != tasks.ProtocolVersion {
-		return nil, false
-	}
-	// clientCapabilities must decode as the go-sdk decodes it (else the
-	// go-sdk answers -32602); the extension is then looked up by exact
-	// member names, as the go-sdk's decoder matches them.
-	caps := meta["io.modelcontextprotocol/clientCapabilities"]
-	var typed capabilitiesV2
-	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &typed) != nil {
-		return nil, false
-	}
-	capsObj, ok := object(caps)
-	if !ok {
-		return nil, false
-	}
-	if ext, has := capsObj["extensions"]; has && string(ext) != "null" {
-		extObj, ok := object(ext)
-		if !ok {
-			return nil, false
-		}
-		_, req.extension = extObj[tasks.ExtensionID]
-	}
-	if info, has := meta["io.modelcontextprotocol/clientInfo"]; has {
-		var impl mcp.Implementation
-		if string(info) == "null" || json.Unmarshal(info, &impl) != nil {
-			return nil, false
-		}
 	}
 	switch method {
 	case "tools/call":
@@ -295,6 +268,46 @@ func parseLean(body []byte, method string) (*leanRequest, bool) {
 		}
 	}
 	return req, req.taskID != ""
+}
+
+// parseMeta checks params._meta as the go-sdk does for 2026-07-28
+// (protocolVersion exactly that, clientCapabilities and, if present,
+// clientInfo decodable as the go-sdk decodes them) and reports whether the
+// capabilities declare the tasks extension.
+func parseMeta(params map[string]json.RawMessage) (extension, ok bool) {
+	meta, ok := object(params["_meta"])
+	if !ok {
+		return false, false
+	}
+	if v, _, ok := str(meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != tasks.ProtocolVersion {
+		return false, false
+	}
+	// clientCapabilities must decode as the go-sdk decodes it (else the
+	// go-sdk answers -32602); the extension is then looked up by exact
+	// member names, as the go-sdk's decoder matches them.
+	caps := meta["io.modelcontextprotocol/clientCapabilities"]
+	var typed capabilitiesV2
+	if len(caps) == 0 || string(caps) == "null" || json.Unmarshal(caps, &typed) != nil {
+		return false, false
+	}
+	capsObj, ok := object(caps)
+	if !ok {
+		return false, false
+	}
+	if ext, has := capsObj["extensions"]; has && string(ext) != "null" {
+		extObj, ok := object(ext)
+		if !ok {
+			return false, false
+		}
+		_, extension = extObj[tasks.ExtensionID]
+	}
+	if info, has := meta["io.modelcontextprotocol/clientInfo"]; has {
+		var impl mcp.Implementation
+		if string(info) == "null" || json.Unmarshal(info, &impl) != nil {
+			return false, false
+		}
+	}
+	return extension, true
 }
 
 // maxDepth is the nesting the go-sdk's JSON decoder accepts.
@@ -332,7 +345,11 @@ func tooDeep(b []byte, max int) bool {
 }
 
 // transportOK reports whether the go-sdk's transport checks would pass.
-func (l *leanPath) transportOK(r *http.Request) bool {
+func (l *leanPath) transportOK(r *http.Request) bool { return transportOK(r, l.localhostProtection) }
+
+// transportOK reports whether the go-sdk's transport checks would pass for
+// a POST to a handler with or without localhost protection.
+func transportOK(r *http.Request, localhostProtection bool) bool {
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false // the go-sdk refuses it on a POST
 	}
@@ -359,7 +376,7 @@ func (l *leanPath) transportOK(r *http.Request) bool {
 	if !jsonOK || !streamOK {
 		return false
 	}
-	if l.localhostProtection {
+	if localhostProtection {
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
 			return false
 		}

@@ -10,8 +10,9 @@ import (
 // TraceParent is the W3C traceparent value of the span in ctx, "" when ctx
 // carries none (tracing is off). An adapter sends it beside the message,
 // never in its body: as the String message attribute "traceparent" on
-// Amazon SQS, as the forwarded header Traceparent on QStash, in the queue's
-// metadata on Redis. The worker then links its span to the enqueuer's.
+// Amazon SQS, as the forwarded header Traceparent on QStash. The worker
+// then links its span to the enqueuer's. (The Redis queue carries ids
+// only: its worker's invocation joins the task's trace from the store.)
 func TraceParent(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {

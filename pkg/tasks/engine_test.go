@@ -26,11 +26,18 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
-// backends are the Redis servers every engine test runs against.
-var backends = testredis.Backends()
+// backends are the Redis servers every engine test runs against, and
+// redis-server again with a store that enqueues in its own scripts
+// (redisstore.Options.Queue).
+var backends = append(testredis.Backends(), "redis-server"+dispatching)
+
+// dispatching marks a backend whose store dispatches (see backends).
+const dispatching = "+dispatch"
 
 // newRedis returns a client of a fresh Redis of the given backend.
-func newRedis(tb testing.TB, backend string) rueidis.Client { return testredis.Client(tb, backend) }
+func newRedis(tb testing.TB, backend string) rueidis.Client {
+	return testredis.Client(tb, strings.TrimSuffix(backend, dispatching))
+}
 
 // clock is a test clock: real time plus an offset the test can move
 // forward (never backward, so deadlines derived from it stay in the future).
@@ -55,8 +62,12 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	t.Helper()
 	rc := rtcount.Wrap(newRedis(t, backend))
 	h := &harness{rc: rc, clock: &clock{}}
-	h.store = redisstore.New(rc, &redisstore.Options{EnqueueGrace: time.Second, TracerProvider: opts.TracerProvider})
 	h.q = redisqueue.New(rc, &redisqueue.Options{Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
+	so := &redisstore.Options{EnqueueGrace: time.Second, TracerProvider: opts.TracerProvider}
+	if strings.HasSuffix(backend, dispatching) {
+		so.Queue = h.q
+	}
+	h.store = redisstore.New(rc, so)
 	if opts.Now == nil {
 		h.clock.opts(&opts)
 	}
@@ -74,14 +85,26 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	return h
 }
 
+// settle is what a queue consumer tells the Redis queue after an Advance,
+// as the bundle does.
+func settle(res tasks.AdvanceResult) redisqueue.Settle {
+	switch {
+	case !res.Settled:
+		return redisqueue.Ack
+	case res.Status.Terminal():
+		return redisqueue.Removed
+	}
+	return redisqueue.Requeued
+}
+
 // work consumes the queue in the background until the test ends.
 func (h *harness) work(t testing.TB, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h.q.Consume(ctx, n, func(ctx context.Context, id string) error {
-			_, err := h.srv.Advance(ctx, id)
-			return err
+		h.q.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+			res, err := h.srv.Advance(ctx, id)
+			return settle(res), err
 		})
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -522,7 +545,10 @@ func TestLongSleepIsChained(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		rq.Consume(ctx, 1, func(ctx context.Context, id string) error { _, err := srv.Advance(ctx, id); return err })
+		rq.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+			res, err := srv.Advance(ctx, id)
+			return settle(res), err
+		})
 	})
 	defer func() { cancel(); wg.Wait() }()
 	var tk mcptest.Task
@@ -784,6 +810,10 @@ func TestInlineRunIsBounded(t *testing.T) {
 	r := in.Call(t, "tools/call", map[string]any{"name": "long_nap", "arguments": map[string]any{}})
 	if r.Error == nil || r.Error.Code != -32603 {
 		t.Fatalf("inline hour-long sleep: %+v, want a -32603 error", r)
+	}
+	// Refused at once, saying why, not after holding until the deadline.
+	if !strings.Contains(r.Error.Message, "sleeps 1h0m0s") || !strings.Contains(r.Error.Message, "call it as a task") {
+		t.Fatalf("inline hour-long sleep: error %q does not say the sleep outlasts the budget", r.Error.Message)
 	}
 }
 

@@ -51,6 +51,11 @@ func (s *Server) signState(st *requestState) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding requestState: %w", err)
 	}
+	return s.seal(b)
+}
+
+// seal encrypts and authenticates b under the state key, base64url.
+func (s *Server) seal(b []byte) (string, error) {
 	aead, err := s.stateCipher()
 	if err != nil {
 		return "", fmt.Errorf("sealing requestState: %w", err)
@@ -60,9 +65,8 @@ func (s *Server) signState(st *requestState) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, b, nil)), nil
 }
 
-var errBadState = &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid requestState"}
-
-func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requestState, error) {
+// unseal opens what seal sealed.
+func (s *Server) unseal(raw string) ([]byte, error) {
 	sealed, err := base64.RawURLEncoding.DecodeString(raw)
 	if err != nil {
 		return nil, errBadState
@@ -72,6 +76,16 @@ func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requ
 		return nil, errBadState
 	}
 	b, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
+	if err != nil {
+		return nil, errBadState
+	}
+	return b, nil
+}
+
+var errBadState = &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid requestState"}
+
+func (s *Server) openState(raw, tool, owner string, args json.RawMessage) (*requestState, error) {
+	b, err := s.unseal(raw)
 	if err != nil {
 		return nil, errBadState
 	}

@@ -276,8 +276,11 @@ func TestLeanPathBytesMatchSDK(t *testing.T) {
 }
 
 // tasks/get, tasks/update and tasks/cancel without params, in the
-// pre-2026-07-28 protocol (which needs no _meta), are answered -32021 (no
-// capability declared) on both paths, and the server goes on serving.
+// pre-2026-07-28 protocol (which needs no _meta), are answered on both
+// paths, and the server goes on serving: without a protocol version header
+// -32021 (no capability declared); on 2025-11-25, whose tasks utility the
+// endpoint speaks, -32602 (no taskId) for tasks/get and tasks/cancel and
+// -32601 for tasks/update, which that revision does not have.
 // Before, the go-sdk's ClientCapabilities dereferenced the nil params in
 // the tasks middleware: a panic in a go-sdk goroutine, which ended the
 // process (found by FuzzLeanPath).
@@ -296,7 +299,15 @@ func TestTasksMethodWithoutParams(t *testing.T) {
 				hdr.Set("Mcp-Method", method)
 				hdr.Set("Mcp-Name", id)
 				got := rawExchange(t, url, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`"}`), hdr)
-				if !strings.HasPrefix(got, "HTTP 200 id 1 error -32021 ") {
+				want := "HTTP 200 id 1 error -32021 "
+				switch {
+				case version == "":
+				case method == "tasks/update":
+					want = "HTTP 200 id 1 error -32601 "
+				default:
+					want = "HTTP 200 id 1 error -32602 "
+				}
+				if !strings.HasPrefix(got, want) {
 					t.Errorf("%s without params (protocol %q) at %s: %s", method, version, url, got)
 				}
 			}

@@ -46,7 +46,7 @@ func (s *Server) GetTask(ctx context.Context, owner, id string) (_ mcp.Result, e
 	if span != nil {
 		span.SetAttributes(AttrTool.String(t.Tool), AttrTaskStatus.String(string(t.Status)))
 	}
-	return NewDetailedTask(t), nil
+	return NewDetailedTask(s.advised(t)), nil
 }
 
 // CancelTask answers tasks/cancel for owner: an [*Ack] once cancellation is
@@ -121,7 +121,7 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 			return nil, storeUnavailable()
 		}
 	}
-	if resumed {
+	if resumed && !s.dispatch {
 		if err := s.enqueueNow(ctx, id); err != nil {
 			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
 		}

@@ -265,6 +265,9 @@ func (r *run) sleepOn(name string, at, now time.Time) error {
 		return nil
 	}
 	if r.mode != modeDurable {
+		if dl, ok := r.ctx.Deadline(); ok && at.After(dl) {
+			return r.refuseSleep(name, at.Sub(now), dl.Sub(now))
+		}
 		return sleepCtx(r.ctx, at.Sub(now)) // offers are never answered inline
 	}
 	offers := r.openOffers()
@@ -383,6 +386,19 @@ func (r *run) withdraw(name string) {
 		return
 	}
 	r.appendEntry(Entry{Name: name, Kind: KindWithdraw})
+}
+
+// refuseSleep fails an inline sleep that would outlast the call's budget
+// at once (and logs it), instead of sleeping until the deadline: its
+// length is known now.
+func (r *run) refuseSleep(name string, d, left time.Duration) error {
+	if r.log != nil {
+		r.log.Warn("inline call refused: a sleep outlasts the call's budget",
+			"tool", r.tool, "sleep", name, "duration", d, "budget_left", left)
+	}
+	return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
+		"tool %s sleeps %s (step %q), longer than the %s this call has left; call it as a task instead",
+		r.tool, d.Round(time.Millisecond), name, left.Round(time.Second))}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

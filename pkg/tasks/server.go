@@ -38,8 +38,13 @@ type Options struct {
 	// TTL is how long a task stays readable after creation (default 1h,
 	// capped at MaxTTL).
 	TTL time.Duration
-	// PollInterval is the suggested tasks/get interval (default 1s).
+	// PollInterval is the tasks/get interval advised while a task works
+	// (default 1s); PollMin and PollMax bound every advice (defaults 500ms,
+	// or PollInterval if smaller, and 60s, or PollInterval if larger). The
+	// advice is derived from the task: see [Server.PollAdvice].
 	PollInterval time.Duration
+	PollMin      time.Duration
+	PollMax      time.Duration
 	// MaxDuration is the platform's limit for one worker invocation
 	// (default 60s). SafetyMargin is kept free of step work at its end for
 	// the final writes (default 10% of MaxDuration, at least 1s).
@@ -125,6 +130,13 @@ func (o *Options) fill() {
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
+	if o.PollMin <= 0 {
+		o.PollMin = min(500*time.Millisecond, o.PollInterval)
+	}
+	if o.PollMax <= 0 {
+		o.PollMax = max(60*time.Second, o.PollInterval)
+	}
+	o.PollMax = max(o.PollMax, o.PollMin)
 	if o.MaxDuration <= 0 {
 		o.MaxDuration = 60 * time.Second
 	}
@@ -171,10 +183,12 @@ type Server struct {
 	mcp   *mcp.Server
 	store Store
 	queue Queue
-	opts  Options
-	log   *slog.Logger
-	tools map[string]*tool
-	impl  *mcp.Implementation
+	// dispatch: the store enqueues in its own transitions (Dispatcher).
+	dispatch bool
+	opts     Options
+	log      *slog.Logger
+	tools    map[string]*tool
+	impl     *mcp.Implementation
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
@@ -201,13 +215,16 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
 	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl}
+	if d, ok := store.(Dispatcher); ok && d.Dispatches() {
+		s.dispatch = true
+	}
 	if opts != nil {
 		s.opts = *opts
 	}
 	s.opts.fill()
 	s.log = s.opts.Logger
 	s.tel = newTelemetry(s.opts.TracerProvider, s.opts.MeterProvider)
-	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.mcp.AddReceivingMiddleware(s.middleware, s.legacyMiddleware)
 	s.chain, _ = chainOf(s.mcp)
 	s.sdkConfig = leanVersionConflict(so.SupportedProtocolVersions)
 	for _, m := range []string{MethodGet, MethodCancel} {
@@ -531,19 +548,46 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	if owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
-	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
-		TTL: s.opts.TTL, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks}
+	var journal []Entry
+	var responses map[string]json.RawMessage
 	if t.inputFirst {
-		res, journal, responses, err := preflight(args)
+		res, j, r, err := preflight(args)
 		if res != nil || err != nil {
 			return res, err
 		}
-		nt.Journal, nt.Responses = journal, responses
+		journal, responses = j, r
 	}
+	return s.persist(ctx, t, owner, args, s.opts.TTL, journal, responses)
+}
+
+// createWith validates raw arguments and persists a task of t for owner
+// with lifetime ttl, seeded with journal and responses (steps already
+// taken in the request), without input rounds before it.
+func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
+	journal []Entry, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
+	defer func() { endSpan(span, err) }()
+	args, bad := t.validateArgs(raw)
+	if bad != nil {
+		return bad, nil
+	}
+	if owner == "" {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
+	}
+	return s.persist(ctx, t, owner, args, ttl, journal, responses)
+}
+
+// persist creates the task durably (tasks/get finds it from here on),
+// enqueues it and returns the handle.
+func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.RawMessage, ttl time.Duration,
+	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
+	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
+		TTL: ttl, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks,
+		Journal: journal, Responses: responses, Listed: s.ListEnabled()}
 	nt.Now = s.now()
-	if span != nil {
+	if s.tel.tracer != nil { // ctx holds the tools/call span (create, createWith)
 		nt.TraceParent = traceParent(ctx)
-		span.SetAttributes(AttrTaskID.String(nt.ID))
+		trace.SpanFromContext(ctx).SetAttributes(AttrTaskID.String(nt.ID))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
@@ -560,10 +604,13 @@ func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.Raw
 	if s.tel.created != nil {
 		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(t.name)))
 	}
+	if s.dispatch {
+		return NewCreateTaskResult(task), nil // enqueued by the create itself
+	}
 	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}
-	return NewCreateTaskResult(task), nil
+	return NewCreateTaskResult(s.advised(task)), nil
 }
 
 // usesParamHeaders reports whether a tool's input schema maps a property to

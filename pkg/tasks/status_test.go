@@ -2,8 +2,12 @@ package tasks_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,6 +35,82 @@ func TestFinalStatusMessageKept(t *testing.T) {
 		id := h.create(t, "nap", nil)
 		if tk := h.wait(t, id); tk.Status != "completed" || tk.StatusMessage != "done" {
 			t.Errorf("nap ended %s with statusMessage %q, want completed with \"done\"", tk.Status, tk.StatusMessage)
+		}
+	})
+}
+
+// A status message set before a step is written once the step has run
+// for a cancellation poll, so tasks/get shows it while a slow step runs; a
+// tasks/cancel arriving then still stops the step.
+func TestStatusShownWhileStepRuns(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		release := make(chan struct{})
+		h := newHarness(t, backend, tasks.Options{CancelPoll: 20 * time.Millisecond}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "slow", Description: "one slow step"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					st.Status("working hard")
+					_, err := tasks.Do(st, "hard", func(ctx context.Context) (int, error) {
+						select {
+						case <-release:
+							return 1, nil
+						case <-ctx.Done():
+							return 0, ctx.Err()
+						}
+					})
+					return text("ok"), err
+				})
+		})
+		h.work(t, 1)
+		id := h.create(t, "slow", nil)
+		h.c.WaitFor(t, id, 10*time.Second, func(tk mcptest.Task) bool { return tk.StatusMessage == "working hard" })
+		h.c.Call(t, "tasks/cancel", map[string]any{"taskId": id})
+		if tk := h.wait(t, id); tk.Status != "cancelled" {
+			t.Errorf("slow ended %s after tasks/cancel, want cancelled", tk.Status)
+		}
+		close(release)
+	})
+}
+
+// A worker step costs the claim and the commit, plus the enqueue (or, for
+// the last, the due index's cleanup) unless the store dispatches (its
+// scripts enqueue and keep the due index), whether or not the handler sets
+// a status message before the step (the commit after a fast step carries
+// it).
+func TestStepRoundTrips(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		h := newHarness(t, backend, tasks.Options{}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "steps", Description: "three quick steps with a status"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					for i := range 3 {
+						st.Status(fmt.Sprintf("step %d", i))
+						if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
+							return nil, err
+						}
+					}
+					return text("ok"), nil
+				})
+		})
+		// A first task loads the scripts (NOSCRIPT costs a round trip).
+		warm := h.create(t, "steps", nil)
+		for range 3 {
+			if _, err := h.srv.Advance(t.Context(), warm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := h.create(t, "steps", nil)
+		want := int64(3)
+		if strings.HasSuffix(backend, dispatching) {
+			want = 2
+		}
+		for i := range 3 {
+			h.rc.Reset()
+			res, err := h.srv.Advance(t.Context(), id)
+			if err != nil || res.Steps != 1 {
+				t.Fatalf("Advance %d = %+v, %v; want one step", i, res, err)
+			}
+			if got := h.rc.Trips(); got != want {
+				t.Errorf("step %d cost %d round trips, want %d", i, got, want)
+			}
 		}
 	})
 }

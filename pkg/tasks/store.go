@@ -98,6 +98,11 @@ type NewTask struct {
 	Responses map[string]json.RawMessage
 	// TraceParent is stored as Task.TraceParent.
 	TraceParent string
+	// Listed asks a store that lists tasks (Lister) to index the task in
+	// its owner's list. The server sets it when it serves tasks/list (not
+	// under Options.Anonymous, where nobody could list): an index nobody
+	// reads costs nothing.
+	Listed bool
 	// MaxLive, when positive, makes Create refuse the task with
 	// ErrTooManyTasks if Owner already has that many live (created, not
 	// yet terminal, not expired) tasks. The check and the count are
@@ -330,6 +335,19 @@ type Store interface {
 	// it) to `to` (zero: remove it), only if it is still at `from`: a
 	// sweeper never overwrites a time a concurrent transition just set.
 	Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error)
+}
+
+// A Dispatcher is a Store that can hand tasks to the queue itself, in the
+// same atomic write as the transition that makes a task runnable. When
+// Dispatches reports true, the Server enqueues nothing after Create, after
+// an Update that resumes the task, or after a worker's Commit that releases
+// or parks it: the store has enqueued it (at the wake time or deadline for
+// a sleep or a parked task with one), or dropped its message when it ended
+// or parked without a deadline. It also makes a Claim that finds a live
+// lease enqueue the task at the lease's end. Explicit enqueues (a sleeping
+// task's chained delay, the sweeper) still go through the Queue.
+type Dispatcher interface {
+	Dispatches() bool
 }
 
 // DueTask is a task the sweeper must look at, and the attention time it

@@ -132,7 +132,9 @@ func TestWireTranscripts(t *testing.T) {
 		_, secs := parseTxtar(string(data))
 		for _, path := range []string{"lean", "go-sdk"} {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+path, func(t *testing.T) {
-				h := newHarness(t, "embedded", tasks.Options{}, registerJob)
+				// A constant poll advice: the transcripts pin the wire,
+				// poll_test.go pins the advice.
+				h := newHarness(t, "embedded", tasks.Options{PollMin: time.Second, PollMax: time.Second}, registerJob)
 				with := h.c
 				if path == "go-sdk" {
 					with = h.sdk

@@ -27,6 +27,11 @@ type AdvanceResult struct {
 	Skipped bool
 	// Reason explains a skip.
 	Reason string
+	// Settled reports that the store already enqueued the task's next turn
+	// or dropped its message in the write that ended this invocation (see
+	// Dispatcher): a queue whose messages the store writes needs no
+	// acknowledgement of this delivery.
+	Settled bool
 }
 
 // worker holds what Advance needs.
@@ -133,13 +138,23 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		n := max(c.Attempts-1, 0)
 		ch.SetAttempts = &n
 	}
+	if c.Task.Status.Terminal() {
+		// A write of this run ended the task (a requested cancellation):
+		// nothing is left to write.
+		res.Status = c.Task.Status
+		res.Settled = w.s.dispatch
+		return res, nil
+	}
 	var enqueueAt time.Time
 	enqueue := false
 	switch {
 	case out.susp != nil:
 		switch out.susp.kind {
 		case suspendStop:
+			// A commit of the run made the task terminal (a requested
+			// cancellation), or the claim was lost.
 			res.Status = c.Task.Status
+			res.Settled = w.s.dispatch && res.Status.Terminal()
 			return res, nil
 		case suspendContinue:
 			ch.Release, enqueue = true, true
@@ -190,6 +205,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		return res, err
 	}
 	res.Status = c.Task.Status
+	res.Settled = w.s.dispatch
 	if ch.Sleep {
 		// The store may have cut the sleep short (an answer arrived
 		// while the run went on): the task then runs again now.
@@ -208,7 +224,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		}
 		w.s.audit(ctx, AuditInputRequested, c.Task.Owner, c.Task.ID, auditKeys(keys), slog.String("tool", c.Task.Tool))
 	}
-	if enqueue && !res.Status.Terminal() {
+	if enqueue && !res.Status.Terminal() && !w.s.dispatch {
 		if err := w.s.enqueue(ctx, c.Task.ID, enqueueAt); err != nil {
 			// The sweeper re-enqueues it: the write above is what counts.
 			w.log.Warn("enqueue failed; the sweeper will recover the task", "task", c.Task.ID, "err", err)
@@ -244,6 +260,23 @@ func (w *worker) commitKeep(r *run, ch *Change) {
 	}
 }
 
+// flushStatus writes the run's status message under the claim while a step
+// runs. It reports whether the step must stop: the claim was lost, or the
+// write found cancellation requested and cancelled the task.
+func (w *worker) flushStatus(r *run) (stop bool) {
+	msg := r.statusMsg
+	if err := w.s.store.Commit(r.ctx, r.claim, &Change{Now: w.s.now(), StatusMessage: &msg}); err != nil {
+		w.log.Warn("task write failed while a step ran; stopping it", "task", r.taskID, "err", err)
+		return true
+	}
+	r.statusDirty = false
+	if r.claim.Task.Status.Terminal() {
+		w.auditTerminal(r.ctx, r.claim) // cancellation was requested
+		return true
+	}
+	return false
+}
+
 func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	opts := w.s.opts
 	if r.newSteps >= opts.StepsPerInvocation || time.Until(deadlineOf(r.ctx)) < opts.MinStepTime {
@@ -254,9 +287,13 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	case r.charged:
 		one := 1
 		w.commitKeep(r, &Change{SetAttempts: &one})
-	case r.statusDirty || len(r.pending) > 0:
+	case len(r.pending) > 0:
 		w.commitKeep(r, &Change{})
 	}
+	// A status message set before the step (with nothing else to write)
+	// waits: the commit after the step carries it, or, if the step is
+	// still running at the first cancellation poll, that poll writes it
+	// (runStep). A fast step thus costs no write of its own.
 	r.charged, r.stepDone = true, false
 	att := r.claim.Attempts
 	if att > o.attempts {
@@ -328,6 +365,15 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 			}
 			return res.v, res.err, false
 		case <-tick.C:
+			if r.statusDirty {
+				// The status message the step runs under, written now that
+				// the step takes a while; the write reports a requested
+				// cancellation too (the task is then cancelled).
+				if w.flushStatus(r) {
+					scancel(errTaskCancelled)
+				}
+				continue
+			}
 			if yes, err := w.s.store.CancelRequested(r.ctx, r.claim); err == nil && yes {
 				scancel(errTaskCancelled)
 			}

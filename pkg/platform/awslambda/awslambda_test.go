@@ -1,6 +1,7 @@
 package awslambda_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -431,5 +432,65 @@ func TestTraceAcrossFunctions(t *testing.T) {
 	}
 	if !linked {
 		t.Errorf("advance span links %v, want the enqueue span", advance.Links())
+	}
+}
+
+// A task stream (subscriptions/listen for a task id) is streamed through
+// the Function URL (RESPONSE_STREAM): the acknowledgement and the task's
+// state arrive while the invocation still runs, the completion that a
+// worker invocation commits arrives on the same stream, and the stream
+// ends with the listen result.
+func TestMCPFunctionURLTaskStream(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	id := createTask(t, e, 1)
+	c := &mcptest.Client{Caps: map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}
+	body, hdr := c.Envelope("subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}})
+	resp, err := awslambda.MCPHandler(e.b)(t.Context(), functionURLRequest(t, body, hdr))
+	if err != nil {
+		t.Fatalf("MCP handler: %v", err)
+	}
+	if ct := resp.Headers["Content-Type"]; ct != "text/event-stream" || resp.StatusCode != 200 {
+		t.Fatalf("listen: HTTP %d %q, want a 200 event stream", resp.StatusCode, ct)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- data
+			}
+		}
+	}()
+	read := func(want string) string {
+		t.Helper()
+		select {
+		case l := <-lines:
+			if !strings.Contains(l, want) {
+				t.Fatalf("stream: %s, want %s", l, want)
+			}
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatalf("stream: nothing within 30s, want %s", want)
+			return ""
+		}
+	}
+	read(`"taskIds":["` + id + `"]`)
+	read(`"status":"working"`)
+	// The invocation is still streaming: now a worker invocation runs the step.
+	for _, m := range sqsMessagesFor(e, id) {
+		if _, err := awslambda.WorkerHandler(e.b)(t.Context(), sqsEvent(t, map[string]string{"m": m.Body})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := read(`"status":`); !strings.Contains(l, `"status":"completed"`); l = read(`"status":`) {
+		if !strings.Contains(l, `"status":"working"`) { // a new status message of the running step
+			t.Fatalf("stream: %s, want working, then completed", l)
+		}
+	}
+	read(`"resultType":"complete"`)
+	if l, open := <-lines; open {
+		t.Fatalf("stream went on after its result: %s", l)
 	}
 }

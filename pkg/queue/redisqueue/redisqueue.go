@@ -15,15 +15,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/redis/rueidis"
 )
 
 // Options configures a Redis queue. The zero value is a sane default.
 type Options struct {
 	// Key is the sorted set holding the queue (default "mcptasks:{queue}").
-	// A hash Key+":meta" holds the receipts of messages being handled; give
-	// Key a hash tag ({...}) so that both land in one Redis Cluster slot.
+	// A list Key+":wake" wakes idle consumers; give Key a hash tag ({...})
+	// so that both land in one Redis Cluster slot.
 	Key string
 	// Visibility is how long a received message stays hidden before it is
 	// delivered again if not acknowledged: a crashed consumer's messages
@@ -45,14 +44,20 @@ type Options struct {
 }
 
 // Queue is a delayed, at-least-once queue in one Redis sorted set: the
-// member is the task id (the dedup key), the score the time it is due. A
-// receive moves the member's score forward by the visibility timeout (a
-// crashed consumer's message comes back after it) and returns that score as
-// the receipt, also kept in a hash beside the set. An enqueue that arrives
-// while the message is being handled is never lost: an earlier time moves
-// the score (so Ack, seeing another score, keeps the message), a later one
-// is remembered in the hash and Ack makes the message due at that time
-// instead of removing it.
+// member is the task id (the dedup key), the score the time it is due, in
+// Unix milliseconds. A receive moves the member's score forward by the
+// visibility timeout (a crashed consumer's message comes back after it)
+// and returns that score as the receipt; receipts, and only they, end in
+// ".5", so a score says whether its message is being handled. An enqueue
+// that arrives while the message is being handled is never lost: it
+// replaces the receipt with its own time, so Ack, seeing another score,
+// keeps the message. Otherwise an enqueue only ever makes a waiting
+// message due earlier.
+//
+// A store on the same Redis may enqueue in its own scripts, in the same
+// atomic write as the transition that makes a task runnable (see
+// [LuaEnqueue] and redisstore.Options.Queue); the handler then reports the
+// delivery settled and Consume sends no acknowledgement.
 type Queue struct {
 	c    rueidis.Client
 	o    Options
@@ -94,8 +99,6 @@ const DefaultPoll = 30 * time.Second
 // consumer notices a Redis that came back within a second.
 const errorBackoff = time.Second
 
-func (q *Queue) keys() []string { return []string{q.o.Key, q.o.Key + ":meta"} }
-
 func (q *Queue) wakeKey() string { return q.o.Key + ":wake" }
 
 // idle waits up to d for an enqueue (a token on the wake list), or until
@@ -124,55 +127,68 @@ func (q *Queue) idle(ctx context.Context, d time.Duration) bool {
 
 func (q *Queue) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
 
-// enqueueScript: KEYS q meta wake; ARGV id at ttlMs [traceparent].
-// Besides the message, it pushes a token on the wake list (bounded) for an
-// idle consumer, and keeps the enqueuer's trace context, if any, in meta
-// ('t:' id): the latest enqueue's is the one delivered.
-var enqueueScript = rueidis.NewLuaScript(`
-if ARGV[4] and ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 't:' .. ARGV[1], ARGV[4]) end
-local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if cur and redis.call('HEXISTS', KEYS[2], 'r:' .. ARGV[1]) == 1 and tonumber(ARGV[2]) >= tonumber(cur) then
-  local a = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
-  if not a or tonumber(ARGV[2]) < tonumber(a) then redis.call('HSET', KEYS[2], 'a:' .. ARGV[1], ARGV[2]) end
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-else
-  redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+// enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
+// it pushes a token on the wake list (bounded) for an idle consumer.
+// LuaEnqueue defines the Lua function enqueue(q, w, id, at, ttl, quiet)
+// that every enqueue of a Queue runs, for stores that enqueue inside their
+// own scripts: q and w are the queue's Key and Key+":wake" (see
+// [Queue.Keys]), at the due time in Unix milliseconds, ttl the key expiry
+// in milliseconds ([Queue.KeyTTL]). Unless quiet is true it pushes a token
+// that wakes an idle consumer; quiet suits an enqueue by the consumer that
+// handles the message (a worker's commit), which receives again right
+// after. Such a script must declare q and w among its KEYS, so it runs only
+// where they share a node with its other keys (a standalone Redis, not a
+// Cluster).
+const LuaEnqueue = `
+local function enqueue(q, w, id, at, ttl, quiet)
+  if redis.call('ZADD', q, 'LT', at, id) == 1 then
+    redis.call('PEXPIRE', q, ttl)
+  else
+    -- Present: LT made it due earlier, or kept it. A receipt (the message
+    -- is being handled) gives way to the new time, so Ack keeps it.
+    local cur = redis.call('ZSCORE', q, id)
+    if tonumber(cur) % 1 ~= 0 then redis.call('ZADD', q, at, id) end
+  end
+  if quiet then return end
+  local n = redis.call('LPUSH', w, '1')
+  if n == 1 then redis.call('PEXPIRE', w, ttl) elseif n > 64 then redis.call('LTRIM', w, 0, 63) end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('LPUSH', KEYS[3], '1')
-redis.call('LTRIM', KEYS[3], 0, 63)
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
+`
+
+// enqueueScript: KEYS q w; ARGV id at ttl.
+var enqueueScript = rueidis.NewLuaScript(LuaEnqueue + `
+enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], false)
 return 1
 `)
 
-// receiveScript: KEYS q meta; ARGV now hideUntil ttlMs. Returns {id,
-// receipt, traceparent|false} or {false, nextDueScore|false}.
+// receiveScript: KEYS q; ARGV now receipt. Takes the earliest message if
+// it is due and hides it until the receipt; returns {id, receipt, the next
+// earliest score or false}, or {false, the earliest score or false} when
+// nothing is due.
 var receiveScript = rueidis.NewLuaScript(`
-local r = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 1)
-if #r == 0 then
-  local n = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {false, n[2] or false}
-end
-redis.call('ZADD', KEYS[1], ARGV[2], r[1])
-redis.call('HSET', KEYS[2], 'r:' .. r[1], ARGV[2])
-redis.call('HDEL', KEYS[2], 'a:' .. r[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return {r[1], ARGV[2], redis.call('HGET', KEYS[2], 't:' .. r[1])}
+local n = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
+if #n == 0 then return {false, false} end
+if tonumber(n[2]) > tonumber(ARGV[1]) then return {false, n[2]} end
+redis.call('ZADD', KEYS[1], ARGV[2], n[1])
+return {n[1], ARGV[2], n[4] or false}
 `)
 
-// ackScript: KEYS q meta; ARGV id receipt [retryAt]. If id is still the
-// delivery with this receipt, removes it, or makes it due again at the
-// earlier of retryAt and an enqueue that arrived meanwhile.
+// ackScript: KEYS q; ARGV id receipt [at]. If the message still holds the
+// receipt (no enqueue arrived meanwhile), removes it, or with at makes it
+// due then. Returns 1 if it did.
 var ackScript = rueidis.NewLuaScript(`
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if redis.call('HGET', KEYS[2], 'r:' .. ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[2], 'r:' .. ARGV[1]) end
 if not s or tonumber(s) ~= tonumber(ARGV[2]) then return 0 end
-local again = redis.call('HGET', KEYS[2], 'a:' .. ARGV[1])
-redis.call('HDEL', KEYS[2], 'a:' .. ARGV[1])
-if ARGV[3] and (not again or tonumber(ARGV[3]) < tonumber(again)) then again = ARGV[3] end
-if again then redis.call('ZADD', KEYS[1], again, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]); redis.call('HDEL', KEYS[2], 't:' .. ARGV[1]) end
+if ARGV[3] then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
 return 1
 `)
+
+// Keys returns the queue's sorted set and its wake list, for a store that
+// enqueues in its own scripts (see [LuaEnqueue]).
+func (q *Queue) Keys() (queue, wake string) { return q.o.Key, q.wakeKey() }
+
+// KeyTTL is the expiry an enqueue refreshes on the queue's keys.
+func (q *Queue) KeyTTL() time.Duration { return q.o.KeyTTL }
 
 // Enqueue implements tasks.Queue.
 func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
@@ -180,11 +196,7 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
 	}
-	args := []string{taskID, strconv.FormatInt(at, 10), q.ttl()}
-	if tp := queue.TraceParent(ctx); tp != "" {
-		args = append(args, tp)
-	}
-	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.o.Key + ":meta", q.wakeKey()}, args).Error()
+	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.wakeKey()}, []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
 	}
@@ -196,20 +208,21 @@ func (q *Queue) MaxDelay() time.Duration { return 0 }
 
 // Delivery is one received message.
 type Delivery struct {
-	TaskID string
-	// TraceParent is the trace context of the enqueue the message carries
-	// ("" when its enqueuer did not trace; see queue.TraceParent).
-	TraceParent string
-	receipt     string
+	TaskID  string
+	receipt string
+	// next is when the next message was due when this one was received
+	// (zero: there was none).
+	next time.Time
 }
 
 // Receive returns the next due message, or ok=false and how long until the
 // next one is due (capped at the poll interval) when none is.
 func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
 	now := time.Now()
-	hide := now.Add(q.o.Visibility).UnixMilli()
-	arr, err := q.recv.Exec(ctx, q.c, q.keys(),
-		[]string{strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(hide, 10), q.ttl()}).ToArray()
+	// The receipt: the time the message shows again, marked ".5".
+	receipt := strconv.FormatInt(now.Add(q.o.Visibility).UnixMilli(), 10) + ".5"
+	arr, err := q.recv.Exec(ctx, q.c, []string{q.o.Key},
+		[]string{strconv.FormatInt(now.UnixMilli(), 10), receipt}).ToArray()
 	if err != nil {
 		return d, false, q.o.Poll, fmt.Errorf("queue: receive: %w", err)
 	}
@@ -221,17 +234,18 @@ func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 		}
 		return d, false, wait, nil
 	}
-	receipt, _ := arr[1].ToString()
-	var tp string
+	d = Delivery{TaskID: id, receipt: receipt}
 	if len(arr) > 2 {
-		tp, _ = arr[2].ToString()
+		if next, err := arr[2].AsFloat64(); err == nil {
+			d.next = time.UnixMilli(int64(next))
+		}
 	}
-	return Delivery{TaskID: id, TraceParent: tp, receipt: receipt}, true, 0, nil
+	return d, true, 0, nil
 }
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
 func (q *Queue) Ack(ctx context.Context, d Delivery) error {
-	if err := q.ack.Exec(ctx, q.c, q.keys(), []string{d.TaskID, d.receipt}).Error(); err != nil {
+	if err := q.ack.Exec(ctx, q.c, []string{q.o.Key}, []string{d.TaskID, d.receipt}).Error(); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", d.TaskID, err)
 	}
 	return nil
@@ -240,7 +254,7 @@ func (q *Queue) Ack(ctx context.Context, d Delivery) error {
 // Retry makes a message due again at at (or earlier, if it was enqueued
 // again meanwhile).
 func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
-	err := q.ack.Exec(ctx, q.c, q.keys(),
+	err := q.ack.Exec(ctx, q.c, []string{q.o.Key},
 		[]string{d.TaskID, d.receipt, strconv.FormatInt(at.UnixMilli(), 10)}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: retry %s: %w", d.TaskID, err)
@@ -248,9 +262,29 @@ func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
 	return nil
 }
 
-// Handler processes one task id. A nil error acknowledges the message; an
-// error makes it due again after a short backoff.
-type Handler func(ctx context.Context, taskID string) error
+// Settle says what a handler's own write did with the message it was
+// given: a store that enqueues through this queue in its scripts (see
+// [LuaEnqueue]) makes a task's message due again, or removes it, in the
+// same write as the task's transition.
+type Settle int
+
+const (
+	// Ack: the handler's write left the message alone; Consume
+	// acknowledges it.
+	Ack Settle = iota
+	// Requeued: the handler's write made the message due again; no
+	// acknowledgement is sent.
+	Requeued
+	// Removed: the handler's write removed the message; no
+	// acknowledgement is sent, and if nothing else was due when the
+	// message was received the consumer goes idle at once (an enqueue by
+	// anyone else wakes it).
+	Removed
+)
+
+// Handler processes one task id. A nil error settles the message as the
+// Settle says; an error makes it due again after a short backoff.
+type Handler func(ctx context.Context, taskID string) (Settle, error)
 
 // Consume runs n consumers until ctx ends, handing each due message to h.
 func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
@@ -278,10 +312,28 @@ func (q *Queue) consume(ctx context.Context, h Handler) {
 		// Handling is not tied to ctx: a shutdown lets the current message
 		// finish (the worker's own budget bounds it).
 		hctx := context.WithoutCancel(ctx)
-		if err := h(queue.WithTraceParent(hctx, d.TraceParent), d.TaskID); err != nil {
+		settle, err := h(hctx, d.TaskID)
+		if err != nil {
 			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
 			if err := q.Retry(hctx, d, time.Now().Add(time.Second)); err != nil {
 				q.o.Logger.Warn("queue retry failed", "err", err)
+			}
+			continue
+		}
+		switch settle {
+		case Requeued:
+			continue
+		case Removed:
+			// Nothing else was due: skip the receive that would find
+			// nothing (an enqueue since pushed a wake token).
+			if now := time.Now(); d.next.IsZero() || d.next.After(now) {
+				wait := q.o.Poll
+				if !d.next.IsZero() {
+					wait = min(wait, d.next.Sub(now))
+				}
+				if !q.idle(ctx, wait) {
+					return
+				}
 			}
 			continue
 		}

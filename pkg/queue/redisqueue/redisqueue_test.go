@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
-	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -119,11 +119,12 @@ func TestRedis(t *testing.T) {
 		{"ReceiveOnEmptyQueue", testReceiveEmpty},
 		{"ReceiveBeforeDue", testReceiveBeforeDue},
 		{"AckRemovesMember", testAckRemoves},
-		{"TraceParentTravelsBesideTheID", testTraceParent},
 		{"DedupKeepsOneMemberAtEarliest", testDedupState},
 		{"KeyExpires", testKeyExpires},
 		{"KeyExpiresByDefault", testKeyExpiresByDefault},
-		{"BookkeepingExpiresAndIsCleanedUp", testBookkeeping},
+		{"NothingBesideTheSet", testBookkeeping},
+		{"ConsumeSkipsAckWhenSettled", testConsumeSettled},
+		{"ConsumeAfterRemovedStillDelivers", testConsumeRemoved},
 		{"ConsumeDeliversEveryID", testConsumeAll},
 		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
 		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
@@ -302,31 +303,23 @@ func testKeyExpires(t *testing.T, c rueidis.Client) {
 	}
 }
 
-// The hash beside the set (receipts of messages being handled, enqueues
-// that arrived meanwhile) expires too, and is emptied as messages are
-// answered: nothing grows with the number of tasks.
+// The queue keeps nothing beside its set and the wake list: a receipt is
+// the message's score. An enqueue that arrives while a message is handled
+// replaces the receipt with its own time, later or earlier, and Ack then
+// keeps the message, due at that time.
 func testBookkeeping(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	meta := key + ":meta"
 	q := redisqueue.New(c, &redisqueue.Options{Key: key, KeyTTL: time.Hour})
 	mustEnqueue(t, q, "a", time.Time{})
 	mustEnqueue(t, q, "b", time.Time{})
-	mustEnqueue(t, q, "c", time.Time{})
 
 	da := receive(t, q, "a")
-	if ttl := pttl(t, c, meta); ttl <= 0 || ttl > time.Hour {
-		t.Errorf("after Receive: PTTL %s = %v, want in (0, 1h]", meta, ttl)
-	}
 	if err := q.Ack(t.Context(), da); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
-
 	db := receive(t, q, "b")
 	later := time.Now().Add(time.Hour)
 	mustEnqueue(t, q, "b", later) // arrives while b is handled
-	if ttl := pttl(t, c, meta); ttl <= 0 || ttl > time.Hour {
-		t.Errorf("after an enqueue while handling: PTTL %s = %v, want in (0, 1h]", meta, ttl)
-	}
 	if err := q.Ack(t.Context(), db); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
@@ -337,19 +330,47 @@ func testBookkeeping(t *testing.T, c rueidis.Client) {
 	if int64(score) != later.UnixMilli() {
 		t.Errorf("after Ack, b due at %v, want %v", time.UnixMilli(int64(score)), later)
 	}
-
-	dc := receive(t, q, "c")
-	if err := q.Retry(t.Context(), dc, time.Now().Add(time.Minute)); err != nil {
-		t.Fatalf("Retry: %v", err)
+	// A later enqueue of a waiting message does not delay it.
+	mustEnqueue(t, q, "b", later.Add(time.Hour))
+	if s2, _ := c.Do(t.Context(), c.B().Zscore().Key(key).Member("b").Build()).AsFloat64(); int64(s2) != later.UnixMilli() {
+		t.Errorf("a later enqueue moved b to %v, want it kept at %v", time.UnixMilli(int64(s2)), later)
 	}
-
-	n, err := c.Do(t.Context(), c.B().Hlen().Key(meta).Build()).AsInt64()
+	keys, err := c.Do(t.Context(), c.B().Keys().Pattern(key+"*").Build()).AsStrSlice()
 	if err != nil {
-		t.Fatalf("HLEN: %v", err)
+		t.Fatalf("KEYS: %v", err)
 	}
-	if n != 0 {
-		fields, _ := c.Do(t.Context(), c.B().Hgetall().Key(meta).Build()).AsStrMap()
-		t.Errorf("after every delivery was answered, %s holds %d fields: %v", meta, n, fields)
+	slices.Sort(keys)
+	if want := []string{key, key + ":wake"}; !slices.Equal(keys, want) {
+		t.Errorf("queue keys = %v, want %v", keys, want)
+	}
+}
+
+// A handler that reports the delivery settled (its own write made the
+// message due again) gets no acknowledgement: the message keeps the time
+// that write gave it.
+func testConsumeSettled(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Logger: logger(t)})
+	mustEnqueue(t, q, "s", time.Time{})
+	handled := make(chan struct{})
+	var once sync.Once
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		once.Do(func() { close(handled) })
+		return redisqueue.Requeued, nil
+	})
+	select {
+	case <-handled:
+	case <-time.After(patience):
+		t.Fatal("message never delivered")
+	}
+	cancel()
+	wait()
+	score, err := c.Do(t.Context(), c.B().Zscore().Key(key).Member("s").Build()).AsFloat64()
+	if err != nil {
+		t.Fatalf("a settled delivery was acknowledged (ZSCORE: %v)", err)
+	}
+	if until := time.Until(time.UnixMilli(int64(score))); until < 50*time.Second {
+		t.Errorf("settled message due in %v, want it still hidden for the visibility timeout", until)
 	}
 }
 
@@ -414,7 +435,7 @@ func testConsumeAll(t *testing.T, c rueidis.Client) {
 		together   = make(chan struct{})
 		allSeen    = make(chan struct{})
 	)
-	cancel, wait := runConsume(t, q, consumers, func(ctx context.Context, id string) error {
+	cancel, wait := runConsume(t, q, consumers, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		// The first four calls wait for each other: they only all return
 		// if four consumers really run at once.
 		if calls.Add(1) <= consumers {
@@ -431,13 +452,13 @@ func testConsumeAll(t *testing.T, c rueidis.Client) {
 		defer mu.Unlock()
 		if !want[id] {
 			unexpected = append(unexpected, id)
-			return nil
+			return redisqueue.Ack, nil
 		}
 		seen[id]++
 		if seen[id] == 1 && len(seen) == total {
 			close(allSeen)
 		}
-		return nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-allSeen:
@@ -468,18 +489,18 @@ func testConsumeHandlerError(t *testing.T, c rueidis.Client) {
 	var calls atomic.Int64
 	var other atomic.Int64
 	handled := make(chan struct{})
-	cancel, wait := runConsume(t, q, 2, func(ctx context.Context, id string) error {
+	cancel, wait := runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		if id != "flaky" {
 			other.Add(1)
-			return nil
+			return redisqueue.Ack, nil
 		}
 		switch calls.Add(1) {
 		case 1:
-			return errors.New("transient failure")
+			return redisqueue.Ack, errors.New("transient failure")
 		case 2:
 			close(handled)
 		}
-		return nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-handled:
@@ -508,15 +529,15 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var handlerCtxErr error
 	var once sync.Once
-	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) error {
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		if id != "slow" {
 			t.Errorf("handler called with %q, never enqueued", id)
-			return nil
+			return redisqueue.Ack, nil
 		}
 		once.Do(func() { close(started) })
 		<-release
 		handlerCtxErr = ctx.Err()
-		return nil
+		return redisqueue.Ack, nil
 	})
 	select {
 	case <-started:
@@ -534,51 +555,43 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 	}
 }
 
-// An enqueue made under a span carries its traceparent in the queue's
-// metadata, never in the message: the delivery hands it to the consumer's
-// handler as the context's remote span, and the ack drops it. An enqueue
-// without one carries none.
-func testTraceParent(t *testing.T, c rueidis.Client) {
+// A handler that reports its message removed sends no acknowledgement; the
+// consumer still delivers a message that was due alongside it, and one
+// enqueued later (whose wake token ends its idling), although its poll
+// interval is an hour.
+func testConsumeRemoved(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
-	q := redisqueue.New(c, &redisqueue.Options{Key: key, Poll: 10 * time.Millisecond})
-	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	mustEnqueue(t, q, "plain", time.Time{})
-	if d := receive(t, q, "plain"); d.TraceParent != "" {
-		t.Errorf("untraced enqueue delivered traceparent %q", d.TraceParent)
-	}
-	if err := q.Enqueue(queue.WithTraceParent(t.Context(), tp), "traced", time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	got := make(chan string, 1)
-	go q.Consume(ctx, 1, func(ctx context.Context, id string) error {
-		if id == "traced" {
-			got <- queue.TraceParent(ctx)
-			cancel()
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute, Poll: time.Hour, Logger: logger(t)})
+	mustEnqueue(t, q, "a", time.Time{})
+	mustEnqueue(t, q, "b", time.Time{})
+	seen := make(chan string, 8)
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		// The handler's own write removes the message, as a dispatching
+		// store's terminal commit does.
+		if err := c.Do(ctx, c.B().Zrem().Key(key).Member(id).Build()).Error(); err != nil {
+			t.Errorf("ZREM: %v", err)
 		}
-		return nil
+		seen <- id
+		return redisqueue.Removed, nil
 	})
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case id := <-seen:
+			got[id] = true
+		case <-time.After(patience):
+			t.Fatalf("delivered %v of a and b, both due", got)
+		}
+	}
+	mustEnqueue(t, q, "c", time.Time{})
 	select {
-	case v := <-got:
-		if v != tp {
-			t.Errorf("handler's context carries traceparent %q, want %q", v, tp)
+	case id := <-seen:
+		if id != "c" {
+			t.Errorf("delivered %q, want c", id)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("traced message not delivered")
+	case <-time.After(patience):
+		t.Fatal("a message enqueued while the consumer idled was not delivered")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := c.Do(t.Context(), c.B().Hexists().Key(key+":meta").Field("t:traced").Build()).AsInt64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the acked message's traceparent stayed in the queue's metadata")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cancel()
+	wait()
 }

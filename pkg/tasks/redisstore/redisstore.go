@@ -9,6 +9,7 @@
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
+//	<prefix>{<id>}:x  string: the result of a completed task
 //
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests.
@@ -34,6 +35,9 @@
 // makes the next creation look up its members and drop those whose task
 // ended; a reservation whose creation never happened keeps its place until
 // its expiry. The set expires with its last member.
+//
+// A sorted set <prefix>list:<h> per principal indexes its tasks for
+// tasks.Lister (the 2025-11-25 tasks/list): see list.go.
 package redisstore
 
 import (
@@ -47,6 +51,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
@@ -65,6 +70,20 @@ type Options struct {
 	// IndexTTL is the expiry refreshed on the due index at every write;
 	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
 	IndexTTL time.Duration
+	// Queue, when set, is the Redis queue on the same standalone Redis
+	// server that the tasks are dispatched to: the store enqueues a task
+	// in the same atomic script as the transition that makes it runnable
+	// (creation, a commit that releases it or parks it with a deadline, an
+	// update that resumes it) and drops its message when it ends or
+	// parks without a deadline, so a worker step costs one round trip
+	// less and the caller enqueues nothing after those transitions (see
+	// Store.Dispatches). Never set it on a Redis Cluster: the queue's keys
+	// live in another slot than a task's.
+	Queue *redisqueue.Queue
+	// MaxListed bounds each principal's list index (tasks.Lister): List
+	// shows at most the newest MaxListed unexpired tasks of a principal.
+	// Zero means DefaultMaxListed.
+	MaxListed int
 	// TracerProvider, when set, makes a client span for each script call
 	// (EVALSHA create, claim, commit, ...) made within a traced operation
 	// (a recording span in the call's context); nil means none.
@@ -73,10 +92,13 @@ type Options struct {
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	c        rueidis.Client
-	prefix   string
-	grace    time.Duration
-	indexTTL time.Duration
+	c         rueidis.Client
+	prefix    string
+	grace     time.Duration
+	indexTTL  time.Duration
+	maxListed int
+	sc        scripts
+	qkeys     []string // the due index and the queue's keys when dispatching, else nil
 	// tracer is nil when tracing is off; names names the scripts by SHA
 	// for their spans.
 	tracer trace.Tracer
@@ -100,10 +122,21 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.IndexTTL == 0 {
 		o.IndexTTL = 8 * 24 * time.Hour
 	}
-	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL}
+	if o.MaxListed <= 0 {
+		o.MaxListed = DefaultMaxListed
+	}
+	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL, maxListed: o.MaxListed}
+	if o.Queue != nil {
+		q, w := o.Queue.Keys()
+		s.qkeys = []string{s.dueKey(), q, w}
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
+	} else {
+		s.sc = newScripts(noDispatchLua)
+	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
-		s.names = map[string]string{createScript.sha: "create", updateScript.sha: "update", claimScript.sha: "claim", commitScript.sha: "commit"}
+		s.names = map[string]string{s.sc.create.sha: "create", s.sc.update.sha: "update", s.sc.claim.sha: "claim",
+			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel"}
 	}
 	return s
 }
@@ -132,9 +165,47 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
+// Dispatches reports whether the store enqueues tasks itself (see
+// Options.Queue): tasks.Server then does not enqueue after a creation, a
+// worker's commit or a resuming update.
+func (s *Store) Dispatches() bool { return s.qkeys != nil }
+
+// withQueue appends the due index and the queue's keys to a transition
+// script's keys when the store dispatches (see dispatchLua).
+func (s *Store) withQueue(keys ...string) []string { return append(keys, s.qkeys...) }
+
+// withLive is withQueue for Commit and Cancel, which also drop an ended
+// task from owner's live set.
+func (s *Store) withLive(owner string, keys ...string) []string {
+	if s.qkeys == nil {
+		return keys
+	}
+	return append(append(keys, s.liveKey(owner)), s.qkeys...)
+}
+
+// index returns cmds unless the store dispatches: its scripts then keep
+// the due index themselves.
+func (s *Store) index(cmds ...rueidis.Completed) []rueidis.Completed {
+	if s.qkeys != nil {
+		return nil
+	}
+	return cmds
+}
+
 func (s *Store) keys(id string) (t, p, j, r string) {
 	base := s.prefix + "{" + id + "}"
 	return base, base + ":p", base + ":j", base + ":r"
+}
+
+// resultKey is the string holding a completed task's result (kept out of
+// the task hash so that the hash stays small enough for Redis's compact
+// encoding).
+func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
+
+// readKeys are the keys getScript reads for a task.
+func (s *Store) readKeys(id string) []string {
+	t, p, _, _ := s.keys(id)
+	return []string{t, p, s.offersKey(id), s.resultKey(id)}
 }
 
 // offersKey is the hash of a task's outstanding offers.
@@ -299,11 +370,12 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
+		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
 	}
 	if nt.TraceParent != "" {
 		fields = append(fields, "tp", nt.TraceParent)
 	}
-	args := []string{ms(exp), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
 	args = append(args, fields...)
 	for _, e := range nt.Journal {
 		b, err := json.Marshal(e)
@@ -326,7 +398,16 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	res, indexErr := s.exec(ctx, createScript, []string{t, j, r}, args, s.schedule(nt.ID, now.Add(s.grace)), nil)
+	// The owner's list index (tasks.Lister) in the same round trip, for a
+	// task that is listed (NewTask.Listed).
+	before := s.index(s.schedule(nt.ID, now.Add(s.grace))...)
+	if nt.Listed {
+		before = append(before, s.indexCmd(nt, now, exp))
+	}
+	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, before, nil)
+	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
+		indexErr = s.indexAgain(ctx, nt, now, exp)
+	}
 	n, err := res.AsInt64()
 	if err == nil && indexErr != nil {
 		// Created but not indexed: the handle must not go out, since a lost
@@ -375,9 +456,8 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if !tasks.ValidID(id) {
 		return nil, tasks.ErrNotFound
 	}
-	t, p, _, _ := s.keys(id)
 	sctx, span := s.span(ctx, "get")
-	arr, err := getScript.lua.Exec(sctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner}).ToArray()
+	arr, err := getScript.lua.Exec(sctx, s.c, s.readKeys(id), []string{owner}).ToArray()
 	endSpan(span, err)
 	if rueidis.IsRedisNil(err) {
 		return nil, tasks.ErrNotFound
@@ -385,17 +465,31 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
+	return decodeRead(id, arr)
+}
+
+// decodeRead decodes the reply of getScript.
+func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
+	if len(arr) == 0 || len(arr) > 3 {
+		return nil, fmt.Errorf("redisstore: get %s: unexpected reply", id)
+	}
 	h, err := arr[0].AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
-	pending, err := arr[1].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+	var pending, offers map[string]string
+	if len(arr) == 2 { // completed: its result
+		if res, err := arr[1].ToString(); err == nil {
+			h["result"] = res
+		}
 	}
-	offers, err := arr[2].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+	if len(arr) == 3 { // input_required: its outstanding input too
+		if pending, err = arr[1].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+		}
+		if offers, err = arr[2].AsStrMap(); err != nil {
+			return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
+		}
 	}
 	return decodeTask(id, h, pending, offers)
 }
@@ -478,12 +572,15 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	keys := []string{t, p, r, s.offersKey(id)}
-	res, _ := s.exec(ctx, updateScript, keys, args, nil, nil)
+	keys := s.withQueue(t, p, r, s.offersKey(id))
+	if s.Dispatches() {
+		args[2] = "apply" // the script moves the due entry itself
+	}
+	res, _ := s.exec(ctx, s.sc.update, keys, args, nil, nil)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
 		args[2] = "apply"
-		res, _ = s.exec(ctx, updateScript, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		res, _ = s.exec(ctx, s.sc.update, keys, args, s.schedule(id, now.Add(s.grace)), nil)
 		n, err = res.AsInt64()
 	}
 	if err != nil {
@@ -505,7 +602,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	}
 	t, p, _, _ := s.keys(id)
 	sctx, span := s.span(ctx, "cancel")
-	arr, err := cancelScript.lua.Exec(sctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	arr, err := s.sc.cancel.lua.Exec(sctx, s.c, s.withLive(owner, t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
 	endSpan(span, err)
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
@@ -519,7 +616,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	st, _ := arr[0].ToString()
 	ended, _ := arr[1].AsInt64()
 	status := tasks.Status(st)
-	if status.Terminal() {
+	if status.Terminal() && !s.Dispatches() {
 		if err := s.forget(ctx, id, owner); err != nil {
 			return status, ended == 1, err
 		}
@@ -536,9 +633,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, claimScript, []string{t, p, j, r, s.offersKey(id)},
-		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()})
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(t, p, j, r, s.offersKey(id)),
+		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
+			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -549,7 +646,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	code, _ := arr[0].ToString()
 	switch code {
 	case "NF":
-		_ = s.Schedule(ctx, id, time.Time{})
+		if !s.Dispatches() {
+			_ = s.Schedule(ctx, id, time.Time{})
+		}
 		return nil, tasks.ErrNotFound
 	case "L":
 		return nil, tasks.ErrLeased
@@ -585,6 +684,10 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	if err != nil {
 		return nil, err
 	}
+	// The record is as read before the claim: it holds the lease now, and
+	// runs (a task claimed out of input_required is working from here).
+	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
+	task.Status = tasks.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)
@@ -700,7 +803,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, commitScript, []string{t, p, j, r, s.offersKey(id)}, args, nil, after)
+	if s.Dispatches() {
+		after, due = nil, time.Time{} // the script keeps the due index
+	}
+	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -735,6 +841,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if woke == 1 || ended {
 			c.Task.WakeAt = time.Time{}
 		}
+	}
+	if s.Dispatches() {
+		return nil
 	}
 	if woke == 1 {
 		// An answer cut the sleep short: the task runs again now.
@@ -834,7 +943,7 @@ type Record struct {
 	// Attempts is how many times the next unjournaled step was claimed.
 	Attempts int
 	// Claims is the fencing generation: how many times a worker took a
-	// lease on the task.
+	// lease on the task (zero once it ended: the store drops the count).
 	Claims int64
 }
 
@@ -852,7 +961,8 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		s.c.B().Hgetall().Key(p).Build(),
 		s.c.B().Hgetall().Key(s.offersKey(id)).Build(),
 		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
-		s.c.B().Hgetall().Key(r).Build())
+		s.c.B().Hgetall().Key(r).Build(),
+		s.c.B().Get().Key(s.resultKey(id)).Build())
 	var maps [5]map[string]string
 	for i, k := range []int{0, 1, 2, 4} {
 		m, err := res[k].AsStrMap()
@@ -864,6 +974,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	h, pending, offers, resp := maps[0], maps[1], maps[2], maps[3]
 	if len(h) == 0 {
 		return nil, tasks.ErrNotFound
+	}
+	if v, err := res[5].ToString(); err == nil { // a completed task's result
+		h["result"] = v
 	}
 	task, err := decodeTask(id, h, pending, offers)
 	if err != nil {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 	"github.com/redis/rueidis"
@@ -43,6 +45,151 @@ func TestStoreContract(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) tasks.Store {
 				return New(c, &Options{Prefix: uniquePrefix()})
 			})
+		})
+		// The same contract holds for a store that enqueues in its scripts.
+		t.Run(b.name+"+dispatch", func(t *testing.T) {
+			c := b.client(t)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				prefix := uniquePrefix()
+				return New(c, &Options{Prefix: prefix, Queue: redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})})
+			})
+		})
+	}
+}
+
+// A dispatching store keeps each live task's message in the queue at the
+// time it must run next, in the same script as the transition: now at
+// creation, the lease's end when a claim finds the task held, now or the
+// wake time when a commit releases it, the deadline of a park (none
+// without one), now when an update resumes it; a task that ends has none.
+// Only enqueues that an idle consumer must see push a wake token: a
+// worker's own commit does not.
+func TestDispatch(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			prefix := uniquePrefix()
+			q := redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
+			s := New(c, &Options{Prefix: prefix, Queue: q})
+			if !s.Dispatches() || New(c, nil).Dispatches() {
+				t.Fatal("Dispatches() must be true exactly when Options.Queue is set")
+			}
+			qkey, wkey := q.Keys()
+			ctx := t.Context()
+			now := time.Now().Add(-2 * time.Hour).Truncate(time.Millisecond)
+			queued := func(id string) (time.Time, bool) {
+				t.Helper()
+				sc, err := c.Do(ctx, c.B().Zscore().Key(qkey).Member(id).Build()).AsFloat64()
+				if rueidis.IsRedisNil(err) {
+					return time.Time{}, false
+				}
+				if err != nil {
+					t.Fatalf("ZSCORE: %v", err)
+				}
+				return time.UnixMilli(int64(sc)), true
+			}
+			want := func(stage, id string, at time.Time) {
+				t.Helper()
+				got, ok := queued(id)
+				switch {
+				case at.IsZero() && ok:
+					t.Errorf("%s: message due at %v, want none", stage, got)
+				case !at.IsZero() && !ok:
+					t.Errorf("%s: no message, want one due at %v", stage, at)
+				case !at.IsZero() && !got.Equal(at):
+					t.Errorf("%s: message due at %v, want %v", stage, got, at)
+				}
+			}
+			tokens := func() int64 {
+				t.Helper()
+				n, err := c.Do(ctx, c.B().Llen().Key(wkey).Build()).AsInt64()
+				if err != nil {
+					t.Fatalf("LLEN: %v", err)
+				}
+				return n
+			}
+			create := func() string {
+				t.Helper()
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+
+			// The queue's consumer takes the message before each claim, as a
+			// worker does (times lie in the past so that it is due).
+			take := func(id string) {
+				t.Helper()
+				d, ok, _, err := q.Receive(ctx)
+				if err != nil || !ok || d.TaskID != id {
+					t.Fatalf("Receive = %+v, %v, %v; want %s", d, ok, err, id)
+				}
+			}
+			id := create()
+			want("after Create", id, now)
+			if tokens() != 1 {
+				t.Errorf("after Create: %d wake tokens, want 1", tokens())
+			}
+			take(id)
+			cl, err := s.Claim(ctx, id, now, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := tokens()
+			wake := now.Add(30 * time.Minute)
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a commit that sleeps", id, wake)
+			if got := tokens(); got != before {
+				t.Errorf("a worker's commit pushed %d wake tokens, want none", got-before)
+			}
+			take(id)
+			if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a park without a deadline", id, time.Time{})
+			if _, err := s.Update(ctx, "o", id, map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, wake); err != nil {
+				t.Fatal(err)
+			}
+			want("after a resuming update", id, wake)
+			take(id)
+			if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			deadline := wake.Add(time.Minute)
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
+				t.Fatal(err)
+			}
+			want("after a park with a deadline", id, deadline)
+			take(id)
+			if cl, err = s.Claim(ctx, id, deadline, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Commit(ctx, cl, &tasks.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+				t.Fatal(err)
+			}
+			want("after completion", id, time.Time{})
+
+			held := create()
+			take(held)
+			if _, err := s.Claim(ctx, held, now, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, tasks.ErrLeased) {
+				t.Fatalf("second Claim: %v, want ErrLeased", err)
+			}
+			want("after a Claim that found a live lease", held, now.Add(time.Minute))
+
+			other := create()
+			if _, _, err := s.Cancel(ctx, "o", other, now); err != nil {
+				t.Fatal(err)
+			}
+			want("after a cancel that ended the task", other, time.Time{})
 		})
 	}
 }
@@ -199,7 +346,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			k.check("release", tk, j, r)
 			c = claim(id, now.Add(time.Minute))
 			commit(c, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
-			k.check("complete", tk, j, r)
+			k.check("complete", tk, j, r, s.resultKey(id))
 
 			// Created with a seeded journal and responses (MRTR before the task).
 			id2 := create(&tasks.NewTask{
@@ -567,6 +714,7 @@ func TestInspect(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rec.Task.TraceParent != tp || rec.Claims != 2 || rec.Attempts != 2 || !rec.Task.CancelRequested {
+				// (a live task: the store drops the counts when it ends)
 				t.Errorf("record: TraceParent %q, Claims %d, Attempts %d, CancelRequested %v", rec.Task.TraceParent, rec.Claims, rec.Attempts, rec.Task.CancelRequested)
 			}
 			if len(rec.Journal) != 2 || rec.Journal[0].Kind != tasks.KindAttempt || !rec.Journal[0].Until.Equal(journal[0].Until) ||
@@ -578,6 +726,105 @@ func TestInspect(t *testing.T) {
 			}
 			if !rec.CancelRequestedAt.Equal(now.Add(5 * time.Second)) {
 				t.Errorf("CancelRequestedAt = %v, want %v", rec.CancelRequestedAt, now.Add(5*time.Second))
+			}
+		})
+	}
+}
+
+// A task written before the hash flags existed (no j, r, of, lim) is
+// claimed with its journal and responses, ends with its offers dropped, and
+// leaves its owner's live set: a missing flag counts as set.
+func TestTaskWithoutFlags(t *testing.T) {
+	for _, b := range backends() {
+		for _, dispatch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dispatch=%v", b.name, dispatch), func(t *testing.T) {
+				c := b.client(t)
+				prefix := uniquePrefix()
+				o := &Options{Prefix: prefix}
+				if dispatch {
+					o.Queue = redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
+				}
+				s := New(c, o)
+				ctx := t.Context()
+				now := time.Now().Truncate(time.Millisecond)
+				id := tasks.NewID()
+				entry := tasks.Entry{Name: "a", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now,
+					Journal: []tasks.Entry{entry}, Responses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, MaxLive: 5}); err != nil {
+					t.Fatal(err)
+				}
+				tkey, _, _, _ := s.keys(id)
+				if err := c.Do(ctx, c.B().Hdel().Key(tkey).Field("j", "r", "of", "lim").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				cl, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cl.Journal) != 1 || cl.Journal[0].Name != "a" || len(cl.Responses) != 1 {
+					t.Fatalf("claim of a task without flags: journal %+v, responses %v; want its entry and response", cl.Journal, cl.Responses)
+				}
+				if err := c.Do(ctx, c.B().Hset().Key(s.offersKey(id)).FieldValue().FieldValue("old", "{}").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := c.Do(ctx, c.B().Exists().Key(s.offersKey(id)).Build()).AsInt64(); n != 0 {
+					t.Error("the offers of a task without flags survived its end")
+				}
+				if _, err := c.Do(ctx, c.B().Zscore().Key(s.liveKey("o")).Member(id).Build()).AsFloat64(); !rueidis.IsRedisNil(err) {
+					t.Errorf("a task without flags stayed in its owner's live set after it ended (ZSCORE: %v)", err)
+				}
+			})
+		}
+	}
+}
+
+// The list index of a principal is bounded (the oldest members beyond
+// Options.MaxListed go), drops expired members, does not name the
+// principal, and expires with its last member.
+func TestListIndexBounded(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix(), MaxListed: 3})
+			ctx := t.Context()
+			now := time.Now().Truncate(time.Millisecond)
+			var ids []string
+			for i := range 5 {
+				id := tasks.NewID()
+				ttl := time.Hour + time.Duration(i)*time.Minute
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+					TTL: ttl, PollInterval: time.Second, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			key := s.listKey("alice")
+			if strings.Contains(key, "alice") {
+				t.Errorf("list key %q names the principal", key)
+			}
+			members, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+			if err != nil || !slices.Equal(members, ids[2:]) {
+				t.Errorf("list index %v (%v), want the newest three %v", members, err, ids[2:])
+			}
+			at, err := rc.Do(ctx, rc.B().Pexpiretime().Key(key).Build()).AsInt64()
+			if want := now.Add(time.Hour + 4*time.Minute).UnixMilli(); err != nil || at < want-1 || at > want+int64(embedredis.Tick/time.Millisecond) {
+				t.Errorf("list index expires at %d (%v), want with its last task at %d", at, err, want)
+			}
+			ts, next, err := s.List(ctx, "alice", "", 10, now)
+			if err != nil || len(ts) != 3 || next != "" || ts[0].ID != ids[4] {
+				t.Errorf("List = %d tasks, next %q, %v", len(ts), next, err)
+			}
+			// A creation past the first tasks' expiry drops them.
+			late := now.Add(time.Hour + 150*time.Second)
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+				TTL: time.Hour, PollInterval: time.Second, Now: late}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := rc.Do(ctx, rc.B().Zcard().Key(key).Build()).AsInt64(); err != nil || n != 3 {
+				t.Errorf("list index after a late creation: %d members (%v), want 3 (ids[2] expired, ids[3], ids[4], the new one)", n, err)
 			}
 		})
 	}

@@ -3,7 +3,10 @@ package redisstore
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
+	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/redis/rueidis"
 )
 
@@ -12,6 +15,63 @@ import (
 type script struct {
 	lua *rueidis.Lua
 	sha string
+}
+
+// dispatchLua is the prelude of the scripts of a Store that enqueues
+// through a Redis queue on the same standalone server (Options.Queue). Its
+// scripts also keep the due index themselves, so that every transition is
+// one round trip: the queue's sorted set and wake list are the last two
+// KEYS, the due index the one before (and, for Commit and Cancel, the
+// owner's live set before it); the task id is the hash tag of KEYS[1].
+//
+//   - dispatch(at, quiet) / undispatch() enqueue the task at at (Unix ms;
+//     quiet: without waking an idle consumer, for a worker's own commit) or
+//     drop its message;
+//   - due(at) sets the task's time in the due index, dueLT(at) sets it
+//     unless it is earlier already, undue(live) removes it (and the task from the
+//     live set live, if given); GRACE is Options.EnqueueGrace and INDEXTTL
+//     Options.IndexTTL, in ms.
+func dispatchLua(queueTTL, grace, indexTTL time.Duration) string {
+	n := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	return redisqueue.LuaEnqueue + `
+local DQ, DW, DUE = KEYS[#KEYS-1], KEYS[#KEYS], KEYS[#KEYS-2]
+local DID = string.match(KEYS[1], '{([^{}]*)}$')
+local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
+local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
+local function undispatch() redis.call('ZREM', DQ, DID) end
+local function due(at) redis.call('ZADD', DUE, at, DID) end
+local function dueLT(at) redis.call('ZADD', DUE, 'LT', at, DID) end
+local function undue(live)
+  redis.call('ZREM', DUE, DID)
+  if live then redis.call('ZREM', live, DID) end
+end
+`
+}
+
+// noDispatchLua is the prelude of a Store that leaves enqueues to its
+// caller and writes the due index in the pipelines around its scripts.
+const noDispatchLua = `
+local GRACE, INDEXTTL = 0, 0
+local function dispatch(at, quiet) end
+local function undispatch() end
+local function due(at) end
+local function dueLT(at) end
+local function undue(live) end
+`
+
+// scripts are a Store's transition scripts, with its dispatch prelude.
+type scripts struct {
+	create, update, cancel, claim, commit script
+}
+
+func newScripts(prelude string) scripts {
+	return scripts{
+		create: newScript(prelude+createLua, false),
+		update: newScript(prelude+updateLua, true),
+		cancel: newScript(prelude+cancelLua, true),
+		claim:  newScript(prelude+claimLua, false),
+		commit: newScript(prelude+commitLua, false),
+	}
 }
 
 func newScript(src string, retryable bool) script {
@@ -30,35 +90,57 @@ func newScript(src string, retryable bool) script {
 // of one task, which share the hash tag {id}, so the scripts run on Redis
 // Cluster. Raw JSON travels as opaque strings: the scripts never decode it.
 //
+// changed() announces, in the round trip of the transition itself, that the
+// task's visible state may have changed: a PUBLISH on the task's channel
+// (see Store.Watch), whose name is KEYS[1] (the task hash) plus ":ev", under
+// the task's hash tag. Subscribers re-read the task; the message carries
+// nothing.
+//
 // Task hash fields: owner tool args status msg created updated exp ttl poll
-// result error any cancel lease gen wake att tp (the creating request's
-// traceparent, when traced); history for operators
-// (Store.Inspect), never read by a transition: cancelat (first tasks/cancel
-// of a live task) and answered:<key> (when the input key was answered).
+// result error any cancel lease gen wake att, and flags, "0" or "1": j (the
+// journal has entries), r (responses were received), of (offers were put
+// up), lim (created under a live-task limit). A missing flag (a task
+// written before they existed) counts as "1": the scripts then do what
+// they did without it. tp is the creating request's traceparent (when
+// traced). History for operators (Store.Inspect), never read by a
+// transition: cancelat (first tasks/cancel of a live task) and
+// answered:<key> (when the input key was answered).
 
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
+-- ended(key) drops the fields a task that just ended no longer needs (and
+-- its status message): a finished task keeps only what tasks/get shows.
+local function ended(key)
+  redis.call('HDEL', key, 'msg', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim')
+end
 `
 
-// createScript: KEYS t j r; ARGV exp, nJournal, nResp, fieldPairs..., journal..., respPairs...
-var createScript = newScript(`
+// createLua: KEYS t j r; ARGV exp, now, nJournal, nResp, fieldPairs...,
+// journal..., respPairs... The new task is dispatched now.
+const createLua = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
-local nj = tonumber(ARGV[2])
-local nr = tonumber(ARGV[3])
-local nf = #ARGV - 3 - nj - 2*nr
+local nj = tonumber(ARGV[3])
+local nr = tonumber(ARGV[4])
+local nf = #ARGV - 4 - nj - 2*nr
 local fields = {}
-for i = 4, 3 + nf do fields[#fields+1] = ARGV[i] end
+for i = 5, 4 + nf do fields[#fields+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIREAT', KEYS[1], exp)
-local base = 3 + nf
+local base = 4 + nf
 for i = 1, nj do redis.call('RPUSH', KEYS[2], ARGV[base+i]) end
 if nj > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
 base = base + nj
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+dispatch(ARGV[2])
+if INDEXTTL > 0 then
+  due(tonumber(ARGV[2]) + GRACE)
+  redis.call('PEXPIRE', DUE, INDEXTTL)
+end
 return 1
-`, false)
+`
 
 // reserveScript: KEYS live; ARGV now id exp max. Takes a place for id in
 // an owner's live set (members are task ids scored by their expiry): drops
@@ -75,13 +157,22 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p o; ARGV owner (empty: no check). Returns {task hash,
-// outstanding input hash, outstanding offers hash}, or false when the task
-// is missing or owned by someone else. Read-only, so retryable.
+// getScript: KEYS t p o x; ARGV owner (empty: no check). Returns {task
+// hash}, {task hash, result} for a completed task or, for a task in
+// input_required, {task hash, outstanding input hash, outstanding offers
+// hash}; false when the task is missing or owned by
+// someone else (the owner is compared here: nothing of a foreign task
+// leaves Redis). Read-only, so retryable.
 var getScript = newScript(`
-local o = redis.call('HGET', KEYS[1], 'owner')
+local h = redis.call('HGETALL', KEYS[1])
+local o, st
+for i = 1, #h, 2 do
+  if h[i] == 'owner' then o = h[i+1] elseif h[i] == 'status' then st = h[i+1] end
+end
 if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
-return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+if st == 'completed' then return {h, redis.call('GET', KEYS[4])} end
+if st ~= 'input_required' then return {h} end
+return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
 
 // rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
@@ -108,7 +199,7 @@ return 1
 // mode "apply" applies them in any case.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
 // resumed, 3 (try) would resume.
-var updateScript = newScript(luaTerminal+`
+const updateLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
 if terminal(h[2]) then return 0 end
@@ -145,22 +236,26 @@ if nb + no == 0 then return 0 end
 redis.call('PEXPIREAT', KEYS[3], h[4])
 if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0')
+  redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0', 'r', '1')
+  dispatch(ARGV[2])
+  due(tonumber(ARGV[2]) + GRACE)
+  changed()
   return 2
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'r', '1')
 if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   -- Nothing left to ask (the last offer of a task whose sleep is over was
   -- answered): it is due anyway, and working.
   redis.call('HSET', KEYS[1], 'status', 'working')
 end
+changed()
 return 1
-`, true)
+`
 
 // cancelScript: KEYS t p o; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
-var cancelScript = newScript(luaTerminal+`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease')
+const cancelLua = luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim')
 if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
 if terminal(h[2]) then return {h[2], 0} end
 redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
@@ -169,10 +264,13 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return {h[2], 0}
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HDEL', KEYS[1], 'msg')
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'cancel', '1', 'updated', ARGV[2], 'wake', '0', 'lease', '0')
+ended(KEYS[1])
+redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
+undispatch()
+if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
+changed()
 return {'cancelled', 1}
-`, true)
+`
 
 // claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
@@ -180,35 +278,53 @@ return {'cancelled', 1}
 // NF (not found), T (terminal), X (made terminal here: cancellation was
 // requested), L (leased), P (parked for input), W (sleeping until wake) or C
 // (claimed).
-var claimScript = newScript(luaTerminal+`
+const claimLua = luaTerminal + `
 local now = tonumber(ARGV[1])
-local h = redis.call('HMGET', KEYS[1], 'status', 'lease', 'cancel', 'wake', 'att')
-if not h[1] then return {'NF', 0, 0, 0} end
-local wake = tonumber(h[4] or '0')
-if terminal(h[1]) then return {'T', 0, 0, 0, redis.call('HGETALL', KEYS[1])} end
-local lease = tonumber(h[2] or '0')
-if lease > now then return {'L', 0, 0, lease} end
-if h[3] == '1' then
+local all = redis.call('HGETALL', KEYS[1])
+if #all == 0 then
+  undue()
+  return {'NF', 0, 0, 0}
+end
+local f = {}
+for i = 1, #all, 2 do f[all[i]] = all[i+1] end
+local wake = tonumber(f.wake or '0')
+if terminal(f.status) then return {'T', 0, 0, 0, all} end
+local lease = tonumber(f.lease or '0')
+if lease > now then
+  -- Held by a live worker: this delivery comes back when the lease ends.
+  dispatch(f.lease)
+  return {'L', 0, 0, lease}
+end
+if f.cancel == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
-  redis.call('HDEL', KEYS[1], 'msg')
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1], 'wake', '0', 'lease', '0')
+  ended(KEYS[1])
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1])
+  undispatch()
+  changed()
   return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
 end
-if h[1] == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
-if h[1] == 'working' and wake > now then return {'W', 0, 0, wake} end
-local gen = redis.call('HINCRBY', KEYS[1], 'gen', 1)
-local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
-redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
-if h[1] == 'input_required' then
+if f.status == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
+if f.status == 'working' and wake > now then return {'W', 0, 0, wake} end
+local gen = tonumber(f.gen or '0') + 1
+local att = tonumber(f.att or '0') + 1
+if f.status == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', 'working')
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]), 'status', 'working')
+  changed()
+else
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]))
 end
-return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4])}
-`, false)
+-- The journal and responses unless the task is known to have none.
+local journal, responses = {}, {}
+if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
+if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
+-- The record as read: the caller sets the lease and status it now has.
+return {'C', gen, att, wake, all, journal, responses}
+`
 
-// commitScript: KEYS t p j r o; ARGV gen now op hasMsg msg attempts
+// commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts
 // payload wake any nPark nAppend nOffer nWithdraw nWatch, then nAppend
 // entries, nPark park pairs, nOffer offer pairs, nWithdraw withdrawn keys
 // and nWatch watched keys.
@@ -222,9 +338,9 @@ return {'C', gen, att, wake, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE'
 // meanwhile (its response is there), parked in input_required with no
 // blocking keys until wake if offers are outstanding, and released until
 // wake otherwise.
-var commitScript = newScript(luaTerminal+`
-local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel')
-if not h[1] then return {-2, 0, '', 0} end
+const commitLua = luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim')
+if not h[2] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
@@ -240,16 +356,20 @@ if nof > 0 then redis.call('PEXPIREAT', KEYS[5], exp) end
 i = i + 2*nof
 for k = 1, nw do redis.call('HDEL', KEYS[5], ARGV[i+k]) end
 local watch = i + nw
-if ARGV[6] ~= '' then att = tonumber(ARGV[6]); redis.call('HSET', KEYS[1], 'att', ARGV[6]) end
+-- Every field this commit sets, written by one HSET at the end ('j' and
+-- 'of' record that the task has a journal and has made offers).
+local set = {'updated', now}
+if n > 0 then set[#set+1] = 'j'; set[#set+1] = '1' end
+if nof > 0 then set[#set+1] = 'of'; set[#set+1] = '1' end
+if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
 if ARGV[4] == '1' and not cancelled then
-  redis.call('HSET', KEYS[1], 'msg', ARGV[5])
-elseif op == 'complete' or op == 'fail' or op == 'cancel' then
-  redis.call('HDEL', KEYS[1], 'msg')
+  set[#set+1] = 'msg'; set[#set+1] = ARGV[5]
 end
 if op == 'keep' then
-  redis.call('HSET', KEYS[1], 'updated', now)
+  redis.call('HSET', KEYS[1], unpack(set))
+  if ARGV[4] == '1' or nof + nw > 0 then changed() end
   return {0, att, h[2], 0}
 end
 local woke = 0
@@ -260,23 +380,49 @@ if op == 'sleep' then
   end
   if woke == 0 and redis.call('EXISTS', KEYS[5]) == 1 then op = 'park'; np = 0 end
 end
+-- A task under a lease has no blocking input (KEYS[2]): the claim that
+-- took it out of input_required deleted it.
 local status
 if op == 'release' then
   status = 'working'
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', wake, 'updated', now)
+  if wake == '0' then
+    dispatch(now, true)
+    dueLT(tonumber(now) + GRACE)
+  else
+    dispatch(wake, true)
+    due(tonumber(wake) + GRACE)
+  end
 elseif op == 'park' then
   status = 'input_required'
-  redis.call('DEL', KEYS[2])
   for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
-  redis.call('HSET', KEYS[1], 'status', status, 'any', ARGV[9], 'lease', '0', 'wake', wake, 'updated', now)
+  set[#set+1] = 'any'; set[#set+1] = ARGV[9]
+  if wake == '0' then
+    undispatch()
+    due(exp)
+  else
+    dispatch(wake, true)
+    due(tonumber(wake) + GRACE)
+  end
 else
-  redis.call('DEL', KEYS[2], KEYS[5])
-  if op == 'complete' then status = 'completed'; redis.call('HSET', KEYS[1], 'result', ARGV[7])
-  elseif op == 'fail' then status = 'failed'; redis.call('HSET', KEYS[1], 'error', ARGV[7])
+  if h[6] ~= '0' or nof > 0 then redis.call('DEL', KEYS[5]) end
+  if op == 'complete' then status = 'completed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
+  elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
   else status = 'cancelled' end
-  redis.call('HSET', KEYS[1], 'status', status, 'lease', '0', 'wake', '0', 'updated', now)
+  undispatch()
+  if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
+  -- Ended: its running fields (and a status message this commit does
+  -- not set) go.
+  ended(KEYS[1])
+  set[#set+1] = 'status'; set[#set+1] = status
+  redis.call('HSET', KEYS[1], unpack(set))
+  changed()
+  return {0, att, status, woke}
 end
+set[#set+1] = 'status'; set[#set+1] = status
+set[#set+1] = 'lease'; set[#set+1] = '0'
+set[#set+1] = 'wake'; set[#set+1] = wake
+redis.call('HSET', KEYS[1], unpack(set))
+changed()
 return {0, att, status, woke}
-`, false)
+`

@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"OfferLateAnswers", testOfferLateAnswers},
 		{"OfferEnds", testOfferEnds},
 		{"ClaimPastDeadlineIsWorking", testClaimPastDeadline},
+		{"List", testList},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

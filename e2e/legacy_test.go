@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/internal/testredis"
+)
+
+// tsClientDir holds the pinned TypeScript SDK client (package.json,
+// package-lock.json) and its script.
+const tsClientDir = "tsclient"
+
+// tsClient returns the node binary, with the pinned @modelcontextprotocol/sdk
+// installed in tsClientDir (npm ci from the lockfile when it is missing or
+// another version). Without node or npm the test is skipped, or fails
+// under CI.
+func tsClient(t *testing.T) string {
+	t.Helper()
+	node, nerr := exec.LookPath("node")
+	npm, perr := exec.LookPath("npm")
+	if nerr != nil || perr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node and npm are needed for the TypeScript SDK client (apt-get install -y nodejs npm)")
+		}
+		t.Skip("node or npm not found on PATH")
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(tsClientDir, "package.json"))
+	if err != nil || json.Unmarshal(b, &pkg) != nil || pkg.Dependencies["@modelcontextprotocol/sdk"] == "" {
+		t.Fatalf("reading %s/package.json: %v", tsClientDir, err)
+	}
+	want := pkg.Dependencies["@modelcontextprotocol/sdk"]
+	var installed struct {
+		Version string `json:"version"`
+	}
+	if b, err := os.ReadFile(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+		_ = json.Unmarshal(b, &installed)
+	}
+	if installed.Version != want {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = tsClientDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", tsClientDir, err, out)
+		}
+	}
+	return node
+}
+
+// TestTypeScriptSDKOn20251125 runs the real TypeScript SDK 1.x client
+// (e2e/tsclient/legacy.mjs, pinned) against the split shape (endpoint and
+// worker processes on a real redis-server) with auth on and two
+// principals, on protocol revision 2025-11-25: the tasks utility
+// (callToolStream with a task, its status updates and result; an input
+// round through elicitation; listTasks per principal; cancelTask;
+// getTaskResult, also of a task that outlasts an invocation's budget),
+// inline calls (elicitation declared or not, a 70 s sleep refused at once)
+// and -32601 for an unknown method. The script checks what the client
+// sees; this test then reads the same tasks on 2026-07-28.
+func TestTypeScriptSDKOn20251125(t *testing.T) {
+	node := tsClient(t)
+	env := []string{
+		"REDIS_URL=" + testredis.Start(t),
+		"MCPTASKS_AUTH_ISSUER=https://issuer.mcptasks.test",
+		"MCPTASKS_AUTH_AUDIENCE=https://mcp.mcptasks.test/mcp",
+		"MCPTASKS_AUTH_HS256_SECRET=0123456789abcdef0123456789abcdef-e2e",
+		"MCPTASKS_STATE_SECRET=0123456789abcdef0123456789abcdef-legacy",
+		// A budget of 4s, so that a 7 s task outlasts one held tasks/result.
+		"MCPTASKS_MAX_DURATION=5s",
+	}
+	api := start(t, env, "serve", "--no-worker")
+	start(t, env, "worker")
+	tokA, tokB := mint(t, env, "alice"), mint(t, env, "bob")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "legacy.mjs")
+	cmd.Dir = tsClientDir
+	cmd.Env = append(os.Environ(), "MCP_URL=http://"+api.addr+"/mcp", "TOKEN_A="+tokA, "TOKEN_B="+tokB, "LONG_SECONDS=7")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("legacy.mjs: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var report struct {
+		ComputeTask string `json:"computeTask"`
+		ConfirmTask string `json:"confirmTask"`
+		HeldTask    string `json:"heldTask"`
+		Refused     struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"refused"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &report); err != nil || report.ComputeTask == "" || report.HeldTask == "" {
+		t.Fatalf("report %q: %v", lines[len(lines)-1], err)
+	}
+
+	// The same tasks, created under 2025-11-25, read on 2026-07-28 by the
+	// same principal, and unknown to another.
+	alice, bob := newClient(api.addr, true), newClient(api.addr, true)
+	alice.Header = http.Header{"Authorization": {"Bearer " + tokA}}
+	bob.Header = http.Header{"Authorization": {"Bearer " + tokB}}
+	for id, want := range map[string]string{report.ComputeTask: `computed \"legacy\"`, report.ConfirmTask: "deleted report.txt", report.HeldTask: `computed \"long\"`} {
+		got := alice.Get(t, id)
+		if got.Status != "completed" || !strings.Contains(string(got.Result), want) {
+			t.Errorf("2026-07-28 tasks/get of %s: %+v, result %s; want completed with %q", id, got, got.Result, want)
+		}
+		if r := bob.Call(t, "tasks/get", map[string]any{"taskId": id}); r.Error == nil || r.Error.Code != -32602 {
+			t.Errorf("bob's 2026-07-28 tasks/get of alice's task %s: %+v", id, r)
+		}
+	}
+	// The 70 s inline call was refused by its known length, and logged.
+	if report.Refused.Code != -32603 || !strings.Contains(report.Refused.Message, `sleeps 1m10s (step "compute")`) {
+		t.Errorf("70 s inline slow_compute refused with %+v", report.Refused)
+	}
+	if !strings.Contains(api.Log(), "inline call refused") {
+		t.Errorf("the endpoint did not log the refusal:\n%s", api.Log())
+	}
+}

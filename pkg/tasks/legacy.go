@@ -1,0 +1,434 @@
+package tasks
+
+// The tasks utility of protocol revision 2025-11-25 (the "legacy dialect"),
+// served to clients that negotiated that revision in initialize, on the same
+// Store, engine, principal binding and TTL as the 2026-07-28 extension. Its
+// wire shapes differ: the task object nests under "task" in the creation
+// result, lifetimes are "ttl" and "pollInterval" (ms), results carry no
+// resultType, tasks/result returns the tool's result once the task is
+// terminal (holding the request while it runs), tasks/list lists the
+// caller's tasks, tasks/cancel answers the task, and input goes to the
+// client as elicitation/create requests related to the task
+// (_meta[RelatedTaskMetaKey]). Package endpoint carries them over HTTP; the
+// operations here are transport-neutral, like those of ops.go.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LegacyProtocolVersion is the protocol revision whose tasks utility the
+// legacy dialect speaks.
+const LegacyProtocolVersion = "2025-11-25"
+
+// RelatedTaskMetaKey is the _meta key that relates a 2025-11-25 message to
+// a task ({"taskId": id}).
+const RelatedTaskMetaKey = "io.modelcontextprotocol/related-task"
+
+// Methods of the 2025-11-25 tasks utility that the 2026-07-28 extension
+// does not have (tasks/get and tasks/cancel are shared names).
+const (
+	MethodResult = "tasks/result"
+	MethodList   = "tasks/list"
+)
+
+// CodeInvalidRequest is JSON-RPC's invalid request error: the legacy
+// dialect's answer to an inline call that needs input the client did not
+// declare it can give (elicitation).
+const CodeInvalidRequest = jsonrpc.CodeInvalidRequest
+
+// ListPageSize is how many tasks one tasks/list page holds at most.
+const ListPageSize = 50
+
+// Lister is implemented by a [Store] that can list a principal's tasks,
+// which the 2025-11-25 tasks/list needs. A server whose store is not a
+// Lister (or that runs under Options.Anonymous, where every caller is one
+// principal) does not offer tasks/list.
+type Lister interface {
+	// List returns up to limit tasks that owner owns and that have not
+	// expired at now, newest first, starting after cursor ("" for the
+	// first page), and the cursor of the next page ("" when there is
+	// none). A cursor the store did not issue answers ErrBadCursor. An
+	// empty owner owns nothing. The index behind it is bounded per
+	// principal and expires with the tasks.
+	List(ctx context.Context, owner, cursor string, limit int, now time.Time) (ts []*Task, next string, err error)
+}
+
+// ErrBadCursor means a tasks/list cursor was not one the store issued.
+var ErrBadCursor = errors.New("invalid tasks/list cursor")
+
+// LegacyTask is the Task object of the 2025-11-25 tasks utility.
+type LegacyTask struct {
+	TaskID        string `json:"taskId"`
+	Status        Status `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTL is the lifetime from creation in ms; nil encodes null.
+	TTL          *int64 `json:"ttl"`
+	PollInterval int64  `json:"pollInterval,omitempty"`
+}
+
+// NewLegacyTask returns the 2025-11-25 view of t.
+func NewLegacyTask(t *Task) LegacyTask {
+	ttl := t.TTL.Milliseconds()
+	return LegacyTask{
+		TaskID:        t.ID,
+		Status:        t.Status,
+		StatusMessage: t.StatusMessage,
+		CreatedAt:     wireTime(t.CreatedAt),
+		LastUpdatedAt: wireTime(t.UpdatedAt),
+		TTL:           &ttl,
+		PollInterval:  t.PollInterval.Milliseconds(),
+	}
+}
+
+// LegacyCreateTaskResult is the 2025-11-25 CreateTaskResult of a
+// task-augmented tools/call.
+type LegacyCreateTaskResult struct {
+	mcp.ResultBase
+	Task LegacyTask `json:"task"`
+}
+
+// LegacyTaskResult is the result of the 2025-11-25 tasks/get and
+// tasks/cancel: the task object itself.
+type LegacyTaskResult struct {
+	mcp.ResultBase
+	LegacyTask
+}
+
+// LegacyListTasksResult is the result of tasks/list.
+type LegacyListTasksResult struct {
+	mcp.ResultBase
+	Tasks      []LegacyTask `json:"tasks"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// LegacyCallResult is a CallToolResult as 2025-11-25 carries it: the
+// stored (or inline) result without resultType, content never null, with
+// its _meta.
+type LegacyCallResult struct {
+	mcp.ResultBase
+	fields map[string]json.RawMessage
+}
+
+// MarshalJSON encodes the result's members and its _meta.
+func (r *LegacyCallResult) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(r.fields)+1)
+	for k, v := range r.fields {
+		m[k] = v
+	}
+	if len(r.Meta) > 0 {
+		m["_meta"] = r.Meta
+	}
+	return json.Marshal(m)
+}
+
+// newLegacyCallResult renders a CallToolResult, as JSON, for 2025-11-25.
+func newLegacyCallResult(raw json.RawMessage) (*LegacyCallResult, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "stored result is not an object"}
+	}
+	delete(fields, "resultType")
+	if c, ok := fields["content"]; !ok || string(c) == "null" {
+		fields["content"] = json.RawMessage("[]")
+	}
+	r := &LegacyCallResult{fields: fields}
+	if m, ok := fields["_meta"]; ok {
+		delete(fields, "_meta")
+		_ = json.Unmarshal(m, &r.Meta)
+	}
+	return r, nil
+}
+
+// legacyTTL is the lifetime of a task a 2025-11-25 client creates: the
+// server's TTL, or the client's shorter request (at least a second).
+func (s *Server) legacyTTL(requested time.Duration) time.Duration {
+	if requested <= 0 || requested >= s.opts.TTL {
+		return s.opts.TTL
+	}
+	return max(requested, time.Second)
+}
+
+// LegacyCreateTask answers a 2025-11-25 task-augmented tools/call of the
+// task tool named tool (params.task given, with ttl the client's requested
+// lifetime, 0 for none) for owner: it creates the task durably, as
+// [Server.CreateTask] does, and returns its [*LegacyCreateTaskResult]. A
+// tool that is not a task tool answers -32601, as that revision asks. An
+// argument error is a tool error (a CallToolResult with isError).
+func (s *Server) LegacyCreateTask(ctx context.Context, owner, tool string, args json.RawMessage, ttl time.Duration) (mcp.Result, error) {
+	t := s.tools[tool]
+	if t == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tool " + tool + " does not run as a task"}
+	}
+	res, err := s.createWith(ctx, t, owner, args, s.legacyTTL(ttl), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch v := res.(type) {
+	case *CreateTaskResult:
+		lt := LegacyTask{TaskID: v.TaskID, Status: v.Status, StatusMessage: v.StatusMessage, CreatedAt: v.CreatedAt,
+			LastUpdatedAt: v.LastUpdatedAt, TTL: v.TTLMs, PollInterval: v.PollIntervalMs}
+		return &LegacyCreateTaskResult{Task: lt}, nil
+	case *mcp.CallToolResult:
+		b, err := encodeResult(v)
+		if err != nil {
+			return nil, err
+		}
+		return newLegacyCallResult(b)
+	}
+	return res, nil
+}
+
+// LegacyGetTask answers the 2025-11-25 tasks/get for owner: the task, or
+// -32602 for a task that does not exist or that owner does not own.
+func (s *Server) LegacyGetTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	t, err := s.lookup(ctx, owner, id, MethodGet)
+	if err != nil {
+		return nil, err
+	}
+	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
+}
+
+// LegacyCancelTask answers the 2025-11-25 tasks/cancel for owner: -32602
+// for a task that is already terminal (as that revision requires) or
+// unknown; else cancellation is requested as [Server.CancelTask] does it
+// and the task is answered as it stands afterwards: cancelled when it was
+// parked or queued, still working while a step of it runs (it ends
+// cancelled at the step's end, unless that step was its last).
+func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	t, err := s.lookup(ctx, owner, id, MethodCancel)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status.Terminal() {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("cannot cancel task: already in terminal status '%s'", t.Status)}
+	}
+	if _, err := s.CancelTask(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	if t, err = s.lookup(ctx, owner, id, MethodCancel); err != nil {
+		return nil, err
+	}
+	if t.CancelRequested && !t.Status.Terminal() {
+		t.StatusMessage = "cancellation requested; the step in flight ends first"
+	}
+	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
+}
+
+// ListEnabled reports whether the server offers the 2025-11-25 tasks/list:
+// its store is a [Lister] and callers are identified (not
+// Options.Anonymous).
+func (s *Server) ListEnabled() bool {
+	_, ok := s.store.(Lister)
+	return ok && !s.opts.Anonymous
+}
+
+// LegacyListTasks answers tasks/list for owner: a page of owner's tasks,
+// newest first, and the cursor of the next one. An invalid cursor answers
+// -32602; a server without [Server.ListEnabled] answers -32601.
+func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp.Result, error) {
+	l, ok := s.store.(Lister)
+	if !ok || s.opts.Anonymous {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/list is not offered by this server"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	type page struct {
+		ts   []*Task
+		next string
+	}
+	p, err := await(ctx, func(ctx context.Context) (page, error) {
+		ts, next, err := l.List(ctx, owner, cursor, ListPageSize, s.now())
+		return page{ts, next}, err
+	})
+	if errors.Is(err, ErrBadCursor) {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid cursor"}
+	}
+	if err != nil {
+		s.log.Error("tasks/list failed", "err", err)
+		return nil, storeUnavailable()
+	}
+	res := &LegacyListTasksResult{Tasks: make([]LegacyTask, 0, len(p.ts)), NextCursor: p.next}
+	for _, t := range p.ts {
+		res.Tasks = append(res.Tasks, NewLegacyTask(s.advised(t)))
+	}
+	return res, nil
+}
+
+// lookup reads owner's task id within Options.StoreTimeout: -32602 when it
+// is unknown or foreign, -32603 when the store fails.
+func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error(method+" failed", "task", id, "err", err)
+		return nil, storeUnavailable()
+	}
+	return t, nil
+}
+
+// watchPoll is how often WatchTask reads the task.
+const watchPoll = 200 * time.Millisecond
+
+// WatchTask reads owner's task id until it is terminal, until each (called
+// with every reading) returns true, or until ctx ends (its error then,
+// with the last reading). It answers -32602 for an unknown or foreign
+// task. The legacy tasks/result holds its request with it.
+func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
+	var last *Task
+	for {
+		t, err := s.lookup(ctx, owner, id, MethodResult)
+		if err != nil {
+			if ctx.Err() != nil && last != nil {
+				return last, ctx.Err()
+			}
+			return last, err
+		}
+		last = t
+		if t.Status.Terminal() || each(t) {
+			return t, nil
+		}
+		if err := sleepCtx(ctx, watchPoll); err != nil {
+			return last, err
+		}
+	}
+}
+
+// HoldBudget is how long a request may hold for a task (the legacy
+// tasks/result and inline calls that carry input rounds): the invocation's
+// budget, Options.MaxDuration less the SafetyMargin.
+func (s *Server) HoldBudget() time.Duration { return s.opts.MaxDuration - s.opts.SafetyMargin }
+
+// LegacyOutcome renders what tasks/result answers for the terminal task t:
+// its CallToolResult (completed; with _meta[RelatedTaskMetaKey] when
+// related is set), its JSON-RPC error (failed), or a -32603 error
+// (cancelled).
+func LegacyOutcome(t *Task, related bool) (mcp.Result, error) {
+	switch t.Status {
+	case StatusCompleted:
+		r, err := newLegacyCallResult(t.Result)
+		if err != nil {
+			return nil, err
+		}
+		if related {
+			if r.Meta == nil {
+				r.Meta = mcp.Meta{}
+			}
+			r.Meta[RelatedTaskMetaKey] = map[string]string{"taskId": t.ID}
+		}
+		return r, nil
+	case StatusFailed:
+		if t.Error == nil {
+			return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " failed"}
+		}
+		return nil, &jsonrpc.Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
+	case StatusCancelled:
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " was cancelled"}
+	}
+	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " has not ended"}
+}
+
+// InlineOutcome is what [Server.CallLegacyInline] gives back: a result or
+// an error to answer with, or a task that now carries the call's input
+// rounds (TaskID set), which the transport holds with [Server.WatchTask].
+type InlineOutcome struct {
+	Result mcp.Result
+	Err    error
+	TaskID string
+}
+
+// CallLegacyInline runs the task tool named tool inline for a client on
+// an older revision (a tools/call without a task, for owner): within the
+// invocation's budget, sleeps really sleep, and a sleep that cannot end
+// within the budget fails the call at once. When the handler asks for
+// input and the client declared elicitation, the run so far becomes a
+// task (its steps journaled, nothing run twice) whose input requests the
+// transport sends as elicitation/create requests and whose answers,
+// delivered on any instance through [Server.UpdateTask], resume it; without
+// elicitation the call answers -32600. A Required tool answers -32601, as
+// 2025-11-25 asks of a tool that must run as a task.
+func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args json.RawMessage, elicitation bool) InlineOutcome {
+	t := s.tools[tool]
+	if t == nil {
+		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task tool " + tool}}
+	}
+	if t.support == Required {
+		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "tool " + tool + " runs only as a task: call it with params.task"}}
+	}
+	valid, bad := t.validateArgs(args)
+	if bad != nil {
+		b, err := encodeResult(bad)
+		if err != nil {
+			return InlineOutcome{Err: err}
+		}
+		res, err := newLegacyCallResult(b)
+		return InlineOutcome{Result: res, Err: err}
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())
+	defer cancel()
+	r := &run{ctx: rctx, mode: modeInline, now: s.now, responses: map[string]json.RawMessage{}, maxValue: s.opts.MaxResultBytes,
+		log: s.log, tool: t.name, stepDefaults: t.stepDefaults}
+	out := execute(r, t.bind(valid))
+	switch {
+	case out.susp != nil && out.susp.kind == suspendInput:
+		if !elicitation {
+			return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
+				"tool %s asks the user for input through elicitation, which this client did not declare in initialize "+
+					"(capabilities.elicitation)", tool)}}
+		}
+		res, err := s.createWith(ctx, t, owner, valid, s.opts.TTL, r.journal, r.answered())
+		if err != nil {
+			return InlineOutcome{Err: err}
+		}
+		c, ok := res.(*CreateTaskResult)
+		if !ok {
+			return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: inline input round without a task"}}
+		}
+		s.log.Info("inline call continues as a task for its input rounds", "tool", tool, "task", c.TaskID)
+		return InlineOutcome{TaskID: c.TaskID}
+	case out.susp != nil:
+		return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of an inline run"}}
+	case out.failure != nil:
+		return InlineOutcome{Err: &jsonrpc.Error{Code: out.failure.Code, Message: out.failure.Message}}
+	case out.err != nil:
+		return InlineOutcome{Err: asWireError(out.err)}
+	}
+	b, err := encodeResult(out.result)
+	if err != nil {
+		return InlineOutcome{Err: err}
+	}
+	res, err := newLegacyCallResult(b)
+	return InlineOutcome{Result: res, Err: err}
+}
+
+// RefuseHeld ends a task that carried an inline call's input rounds when
+// the call cannot finish within its budget: the task is cancelled (the
+// client will never read it), the refusal logged, and the error to answer
+// the call with returned.
+func (s *Server) RefuseHeld(ctx context.Context, owner string, t *Task, why string) error {
+	if _, err := s.CancelTask(context.WithoutCancel(ctx), owner, t.ID); err != nil {
+		s.log.Warn("cancelling a refused inline task failed", "task", t.ID, "err", err)
+	}
+	s.log.Warn("inline call refused: it cannot finish within the invocation's budget",
+		slog.String("tool", t.Tool), slog.String("task", t.ID), slog.String("reason", why), slog.Duration("budget", s.HoldBudget()))
+	return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
+		"tool %s cannot finish within this call's budget of %s (%s); call it as a task (params.task) instead",
+		t.Tool, s.HoldBudget().Round(time.Second), why)}
+}

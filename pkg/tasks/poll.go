@@ -1,0 +1,54 @@
+package tasks
+
+import "time"
+
+// Poll advice: the pollIntervalMs of every CreateTaskResult and tasks/get
+// answer is derived from the task, so that a client that follows it asks
+// again about when the task may have changed, and not before:
+//
+//   - working, with a wake time ahead (a Sleep, or a step's retry backoff):
+//     until the wake time, plus Options.PollInterval for the step that
+//     follows it to run;
+//   - working otherwise (queued, or a step running): as long as the task
+//     has been in this state so far, at most Options.PollInterval: a task
+//     that has just moved on is looked at again soon, one that works on is
+//     looked at every PollInterval, as before;
+//   - input_required: until its input deadline when it has one ahead
+//     (plus PollInterval), else Options.PollMax: the party that answers
+//     (usually the polling client itself, which reads again right after its
+//     tasks/update) does not need the server to tell it;
+//   - terminal: PollInterval (nothing changes any more).
+//
+// Every advice lies within [Options.PollMin, Options.PollMax]. It is
+// computed from the task record that tasks/get reads anyway (status,
+// lastUpdatedAt, wake time): no extra store round trip.
+
+// PollAdvice returns the pollIntervalMs the server advises for t at now.
+func (s *Server) PollAdvice(t *Task, now time.Time) time.Duration {
+	return pollAdvice(t, now, s.opts.PollMin, s.opts.PollInterval, s.opts.PollMax)
+}
+
+func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duration {
+	var d time.Duration
+	switch {
+	case t.Status.Terminal():
+		d = base
+	case t.Status == StatusInputRequired:
+		d = hi
+		if !t.WakeAt.IsZero() && t.WakeAt.After(now) {
+			d = min(hi, t.WakeAt.Sub(now)+base)
+		}
+	case !t.WakeAt.IsZero() && t.WakeAt.After(now):
+		d = t.WakeAt.Sub(now) + base
+	default:
+		d = min(max(now.Sub(t.UpdatedAt), 0), base)
+	}
+	return min(max(d, lo), hi)
+}
+
+// advised returns a copy of t whose PollInterval is the server's advice.
+func (s *Server) advised(t *Task) *Task {
+	c := *t
+	c.PollInterval = s.PollAdvice(t, s.now())
+	return &c
+}

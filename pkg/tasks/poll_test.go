@@ -1,0 +1,51 @@
+package tasks
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPollAdvice(t *testing.T) {
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	lo, base, hi := 500*time.Millisecond, time.Second, 60*time.Second
+	for _, c := range []struct {
+		name string
+		task Task
+		want time.Duration
+	}{
+		{"just created", Task{Status: StatusWorking, UpdatedAt: now}, lo},
+		{"working for 700ms", Task{Status: StatusWorking, UpdatedAt: now.Add(-700 * time.Millisecond)}, 700 * time.Millisecond},
+		{"working for a minute", Task{Status: StatusWorking, UpdatedAt: now.Add(-time.Minute)}, base},
+		{"clock skew", Task{Status: StatusWorking, UpdatedAt: now.Add(time.Minute)}, lo},
+		{"sleeping 30s more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}, 31 * time.Second},
+		{"sleeping an hour more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(time.Hour)}, hi},
+		{"wake time passed", Task{Status: StatusWorking, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, base},
+		{"parked", Task{Status: StatusInputRequired, UpdatedAt: now}, hi},
+		{"parked, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now, WakeAt: now.Add(10 * time.Second)}, 11 * time.Second},
+		{"parked, deadline passed", Task{Status: StatusInputRequired, UpdatedAt: now, WakeAt: now.Add(-time.Second)}, hi},
+		{"completed", Task{Status: StatusCompleted, UpdatedAt: now}, base},
+	} {
+		if got := pollAdvice(&c.task, now, lo, base, hi); got != c.want {
+			t.Errorf("%s: advice %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPollBoundsDefaults(t *testing.T) {
+	for _, c := range []struct {
+		in      Options
+		lo, hi  time.Duration
+		comment string
+	}{
+		{Options{}, 500 * time.Millisecond, time.Minute, "defaults"},
+		{Options{PollInterval: 100 * time.Millisecond}, 100 * time.Millisecond, time.Minute, "min follows a short interval"},
+		{Options{PollInterval: 2 * time.Minute}, 500 * time.Millisecond, 2 * time.Minute, "max follows a long interval"},
+		{Options{PollMin: 5 * time.Second, PollMax: time.Second}, 5 * time.Second, 5 * time.Second, "max below min"},
+	} {
+		o := c.in
+		o.fill()
+		if o.PollMin != c.lo || o.PollMax != c.hi {
+			t.Errorf("%s: bounds [%v, %v], want [%v, %v]", c.comment, o.PollMin, o.PollMax, c.lo, c.hi)
+		}
+	}
+}
