@@ -154,11 +154,13 @@ func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string
 	const fixedID = "Qm9vay1rZWVwaW5nIGlkIQ"
 	normalise = func(s string) string {
 		s = strings.ReplaceAll(s, id, fixedID)
+		// The retry's time first, whole (JSON drops trailing zeros).
+		s = strings.ReplaceAll(s, retryAt.Format(time.RFC3339Nano), nominal.Format(time.RFC3339Nano))
+		s = strings.ReplaceAll(s, retryAt.Format(clockLayout), nominal.Format(clockLayout))
 		for d, fixed := range map[time.Time]string{t0: "2026-07-28", t0.Add(24 * time.Hour): "2026-07-29"} {
 			s = strings.ReplaceAll(s, d.Format(time.DateOnly), fixed)
 		}
-		s = strings.ReplaceAll(s, retryAt.Format(clockLayout), nominal.Format(clockLayout))
-		return strings.ReplaceAll(s, retryAt.Format(time.RFC3339Nano), nominal.Format(time.RFC3339Nano))
+		return s
 	}
 	return url, prefix, id, normalise
 }
