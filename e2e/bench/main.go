@@ -6,8 +6,14 @@
 // the end-to-end latency of a one-step task. It prints a Markdown table and
 // writes the same numbers as JSON.
 //
-//	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] \
-//		[-peer name=URL ...] [-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
+//	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] [-workers-only] \
+//		[-old label=PATH ...] [-peer name=URL ...] [-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
+//
+// -old label=PATH (repeatable) measures a prebuilt mcptasks binary of an
+// earlier version beside this tree's, on its own fresh redis-server, in
+// every redis-server row; -workers-only runs only the worker rows and the
+// Redis cost per task. The raw net/http floor row is this driver serving a
+// fixed tasks/get answer from a process of its own.
 //
 // -peer name=URL (repeatable, or comma-separated) also measures an external
 // MCP endpoint that speaks the 2026-07-28 wire with the tasks extension, in
@@ -55,7 +61,8 @@ func main() {
 	flag.Var(&peers, "peer", "name=URL of an external MCP endpoint to measure alongside (repeatable or comma-separated)")
 	taskTool := flag.String("peer-task-tool", "slow_compute", "tool that creates a long-running task on each peer")
 	taskArgs := flag.String("peer-task-args", `{"seconds":3600}`, "arguments of -peer-task-tool, a JSON object")
-	old := flag.String("old", "", "a prebuilt mcptasks binary of an earlier version: its redis-server rows run in the same run, labelled \"(old)\"")
+	var olds oldFlag
+	flag.Var(&olds, "old", "label=PATH of a prebuilt mcptasks binary of an earlier version (repeatable): its redis-server rows run in the same run, labelled \"(label)\"")
 	workersOnly := flag.Bool("workers-only", false, "run only the worker rows and the Redis cost per task (a quick check)")
 	floorServe := flag.String("floor-serve", "", "internal: serve the raw net/http floor on this address (the driver starts itself with it)")
 	flag.Parse()
@@ -71,9 +78,29 @@ func main() {
 	for i := range peers {
 		peers[i].TaskTool, peers[i].TaskArgs = *taskTool, args
 	}
-	if err := run(*duration, *clients, *jsonOut, peers, *old, *workersOnly); err != nil {
+	if err := run(*duration, *clients, *jsonOut, peers, olds, *workersOnly); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// oldFlag collects -old label=PATH values.
+type oldFlag []struct{ label, path string }
+
+func (f *oldFlag) String() string {
+	var s []string
+	for _, o := range *f {
+		s = append(s, o.label+"="+o.path)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *oldFlag) Set(v string) error {
+	label, path, ok := strings.Cut(v, "=")
+	if !ok || label == "" || path == "" {
+		return fmt.Errorf("want label=PATH, got %q", v)
+	}
+	*f = append(*f, struct{ label, path string }{label, path})
+	return nil
 }
 
 // Peer is an external MCP endpoint measured alongside ours.
@@ -155,7 +182,7 @@ type Report struct {
 	Peers     []Peer `json:"peers,omitempty"`
 }
 
-func run(duration time.Duration, clients int, jsonOut string, peers []Peer, old string, workersOnly bool) error {
+func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds oldFlag, workersOnly bool) error {
 	dir, err := os.MkdirTemp("", "mcptasks-bench")
 	if err != nil {
 		return err
@@ -167,14 +194,14 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, old 
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building cmd/mcptasks: %w", err)
 	}
-	// The variants measured on redis-server: this tree, and -old if given.
+	// The variants measured on redis-server: this tree, and each -old.
 	variants := []struct{ label, bin string }{{"", bin}}
-	if old != "" {
-		abs, err := filepath.Abs(old)
+	for _, o := range olds {
+		abs, err := filepath.Abs(o.path)
 		if err != nil {
 			return err
 		}
-		variants = append(variants, struct{ label, bin string }{" (old)", abs})
+		variants = append(variants, struct{ label, bin string }{" (" + o.label + ")", abs})
 	}
 	rep := &Report{When: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(),
 		Clients: clients, Duration: duration.String(), Peers: peers}
