@@ -1,11 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/fakesqs"
+	"github.com/mcptasks/mcptasks/internal/lambdart"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
@@ -26,89 +26,6 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
-
-// runtimeAPI is a local Lambda Runtime API (the interface a provided.al2023
-// bootstrap talks to, at AWS_LAMBDA_RUNTIME_API): it hands out queued
-// invocations on GET /2018-06-01/runtime/invocation/next and collects what
-// the function posts to .../invocation/{id}/response or .../error. When
-// nothing is queued, "next" blocks, as the real one does between events.
-type runtimeAPI struct {
-	addr    string // host:port, as AWS_LAMBDA_RUNTIME_API holds it
-	pending chan invocation
-	results chan invocationResult
-	stop    chan struct{}
-}
-
-type invocation struct {
-	id      string
-	payload []byte
-}
-
-type invocationResult struct {
-	id    string
-	kind  string // "response", "error" or "init/error"
-	body  []byte
-	ctype string
-}
-
-func startRuntimeAPI(t *testing.T) *runtimeAPI {
-	t.Helper()
-	rt := &runtimeAPI{pending: make(chan invocation, 8), results: make(chan invocationResult, 8), stop: make(chan struct{})}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case inv := <-rt.pending:
-			h := w.Header()
-			h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
-			h.Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(60*time.Second).UnixMilli()))
-			h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:000000000000:function:mcptasks-WorkerFunction")
-			h.Set("Lambda-Runtime-Trace-Id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0")
-			h.Set("Content-Type", "application/json")
-			_, _ = w.Write(inv.payload)
-		case <-r.Context().Done():
-		case <-rt.stop:
-		}
-	})
-	result := func(kind string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			rt.results <- invocationResult{id: r.PathValue("id"), kind: kind, body: body, ctype: r.Header.Get("Content-Type")}
-			w.WriteHeader(http.StatusAccepted)
-			_, _ = w.Write([]byte(`{"status":"OK"}`))
-		}
-	}
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", result("response"))
-	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", result("error"))
-	mux.HandleFunc("POST /2018-06-01/runtime/init/error", result("init/error"))
-	srv := httptest.NewServer(mux)
-	var once sync.Once
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { once.Do(func() { close(rt.stop) }) })
-	rt.addr = strings.TrimPrefix(srv.URL, "http://")
-	return rt
-}
-
-// invoke queues an event and waits for the function's answer to it.
-func (rt *runtimeAPI) invoke(t *testing.T, id string, event any, exited <-chan struct{}, log func() string) invocationResult {
-	t.Helper()
-	payload, err := json.Marshal(event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.pending <- invocation{id: id, payload: payload}
-	select {
-	case res := <-rt.results:
-		if res.kind != "response" || res.id != id {
-			t.Fatalf("invocation %s: the function posted %s for %q: %s\nlog:\n%s", id, res.kind, res.id, res.body, log())
-		}
-		return res
-	case <-exited:
-		t.Fatalf("the bootstrap exited during invocation %s:\n%s", id, log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("invocation %s: no answer within 30s\nlog:\n%s", id, log())
-	}
-	return invocationResult{}
-}
 
 // TestLambdaWorkerBootstrap builds the Lambda worker the way SAM does
 // (-tags lambda.norpc, a static bootstrap; host OS and architecture so it
@@ -163,23 +80,23 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 		"MCPTASKS_SQS_QUEUE_URL=" + queueURL,
 		"MCPTASKS_MAX_DURATION=60s",
 	}, sqsSrv)
-	rt, exited, log := fn.rt, fn.exited, fn.log
+	log := fn.log
 
 	event := map[string]any{"Records": []map[string]any{
-		sqsRecord("m-task", first.Body, first.ID),
-		sqsRecord("m-poison", string(queue.EncodeMessage(poisoned)), "poison"),
+		lambdart.SQSRecord("m-task", first.Body, first.ID),
+		lambdart.SQSRecord("m-poison", string(queue.EncodeMessage(poisoned)), "poison"),
 	}}
-	res := rt.invoke(t, "inv-1", event, exited, log)
+	res := fn.invoke(t, "inv-1", event)
 	var out struct {
 		BatchItemFailures []struct {
 			ItemIdentifier string `json:"itemIdentifier"`
 		} `json:"batchItemFailures"`
 	}
-	if err := json.Unmarshal(res.body, &out); err != nil {
-		t.Fatalf("response %q: %v", res.body, err)
+	if err := json.Unmarshal(res.Body, &out); err != nil {
+		t.Fatalf("response %q: %v", res.Body, err)
 	}
 	if len(out.BatchItemFailures) != 1 || out.BatchItemFailures[0].ItemIdentifier != "m-poison" {
-		t.Errorf("response %s, want exactly m-poison in batchItemFailures", res.body)
+		t.Errorf("response %s, want exactly m-poison in batchItemFailures", res.Body)
 	}
 
 	n, err := rc.Do(t.Context(), rc.B().Llen().Key("mcptasks:{"+ct.TaskID+"}:j").Build()).AsInt64()
@@ -197,9 +114,9 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 	}
 
 	// A second invocation of the same warm sandbox finishes the task.
-	res = rt.invoke(t, "inv-2", map[string]any{"Records": []map[string]any{sqsRecord("m-next", next.Body, next.ID)}}, exited, log)
-	if string(res.body) != `{"batchItemFailures":[]}` {
-		t.Errorf("second response %s, want no failures", res.body)
+	res = fn.invoke(t, "inv-2", map[string]any{"Records": []map[string]any{lambdart.SQSRecord("m-next", next.Body, next.ID)}})
+	if string(res.Body) != `{"batchItemFailures":[]}` {
+		t.Errorf("second response %s, want no failures", res.Body)
 	}
 	if tk := c.Get(t, ct.TaskID); tk.Status != "completed" {
 		t.Errorf("after the second invocation: %+v, want completed\nlog:\n%s", tk, log())
@@ -208,9 +125,38 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 
 // bootstrap is a Lambda function binary running under a local Runtime API.
 type bootstrap struct {
-	rt     *runtimeAPI
+	rt     *lambdart.API
 	exited chan struct{}
 	log    func() string
+}
+
+// invoke sends the function an event and returns its response; the
+// function's exit, an error posted or no answer within 30s fail the test.
+func (b *bootstrap) invoke(t *testing.T, id string, event any) lambdart.Result {
+	t.Helper()
+	payload, err := json.Marshal(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := b.rt.Invoke(ctx, id, payload)
+	if err != nil {
+		select {
+		case <-b.exited:
+			t.Fatalf("the bootstrap exited during invocation %s:\n%s", id, b.log())
+		default:
+		}
+		t.Fatalf("%v\nlog:\n%s", err, b.log())
+	}
+	return res
 }
 
 // startBootstrap builds cmd/lambda/<name> the way SAM does (-tags
@@ -226,12 +172,16 @@ func startBootstrap(t *testing.T, name string, env []string, sqsSrv *fakesqs.Ser
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the %s bootstrap: %v\n%s", name, err, out)
 	}
-	rt := startRuntimeAPI(t)
+	rt, err := lambdart.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
 	fn := exec.Command(bin)
 	fn.Env = append(append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
-		"AWS_LAMBDA_RUNTIME_API=" + rt.addr,
+		"AWS_LAMBDA_RUNTIME_API=" + rt.Addr,
 		"AWS_LAMBDA_FUNCTION_NAME=mcptasks-" + name,
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512",
 		"MCPTASKS_LOG_LEVEL=DEBUG",
@@ -271,27 +221,18 @@ func TestLambdaMCPBootstrap(t *testing.T) {
 	}, sqsSrv)
 	c := newClient("unused", false)
 	body, hdr := c.Envelope("server/discover", nil)
-	headers := map[string]string{"host": "abcdefghij.lambda-url.us-east-1.on.aws"}
+	headers := map[string]string{}
 	for k, v := range hdr {
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
 	}
-	event := map[string]any{
-		"version": "2.0", "rawPath": "/mcp", "rawQueryString": "", "headers": headers,
-		"requestContext": map[string]any{
-			"accountId": "anonymous", "apiId": "abcdefghij", "domainName": "abcdefghij.lambda-url.us-east-1.on.aws",
-			"domainPrefix": "abcdefghij", "requestId": "r-1", "routeKey": "$default", "stage": "$default",
-			"http": map[string]any{"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7", "userAgent": "e2e"},
-			"time": "30/Nov/2026:12:00:00 +0000", "timeEpoch": 1796040000000,
-		},
-		"body": string(body), "isBase64Encoded": false,
+	event := lambdart.FunctionURLEvent(body, headers)
+	res := fn.invoke(t, "inv-mcp", event)
+	if res.ContentType != "application/vnd.awslambda.http-integration-response" {
+		t.Errorf("response content type %q, want Lambda's HTTP integration response", res.ContentType)
 	}
-	res := fn.rt.invoke(t, "inv-mcp", event, fn.exited, fn.log)
-	if res.ctype != "application/vnd.awslambda.http-integration-response" {
-		t.Errorf("response content type %q, want Lambda's HTTP integration response", res.ctype)
-	}
-	prelude, payload, ok := strings.Cut(string(res.body), "\x00\x00\x00\x00\x00\x00\x00\x00")
+	prelude, payload, ok := strings.Cut(string(res.Body), "\x00\x00\x00\x00\x00\x00\x00\x00")
 	if !ok {
-		t.Fatalf("response %q has no prelude separator", res.body)
+		t.Fatalf("response %q has no prelude separator", res.Body)
 	}
 	var meta struct {
 		StatusCode int               `json:"statusCode"`
@@ -306,27 +247,6 @@ func TestLambdaMCPBootstrap(t *testing.T) {
 	}
 	if r.Error != nil || !strings.Contains(string(r.Result), `"io.modelcontextprotocol/tasks"`) {
 		t.Errorf("server/discover through the MCP bootstrap: %s %+v", r.Result, r.Error)
-	}
-}
-
-// sqsRecord is one record of an SQS event as the event source mapping
-// delivers it.
-func sqsRecord(messageID, body, sqsID string) map[string]any {
-	return map[string]any{
-		"messageId":     messageID,
-		"receiptHandle": "AQEB" + sqsID,
-		"body":          body,
-		"attributes": map[string]string{
-			"ApproximateReceiveCount":          "1",
-			"SentTimestamp":                    fmt.Sprint(time.Now().UnixMilli()),
-			"SenderId":                         "AROAEXAMPLE:mcptasks-McpFunction",
-			"ApproximateFirstReceiveTimestamp": fmt.Sprint(time.Now().UnixMilli()),
-		},
-		"messageAttributes": map[string]any{},
-		"md5OfBody":         "",
-		"eventSource":       "aws:sqs",
-		"eventSourceARN":    "arn:aws:sqs:us-east-1:000000000000:mcptasks-tasks",
-		"awsRegion":         "us-east-1",
 	}
 }
 

@@ -164,35 +164,17 @@ func coldStart(ctx context.Context, bin, fn, redisURL string, i int) (time.Durat
 func firstEvent(fn string) ([]byte, error) {
 	switch fn {
 	case "mcp":
-		c := mcptest.NewClient("unused", false)
-		body, hdr := c.Envelope("server/discover", nil)
-		headers := map[string]string{"host": "abcdefghij.lambda-url.us-east-1.on.aws"}
+		body, hdr := mcptest.NewClient("unused", false).Envelope("server/discover", nil)
+		headers := map[string]string{}
 		for k, v := range hdr {
 			headers[strings.ToLower(k)] = strings.Join(v, ",")
 		}
-		return json.Marshal(map[string]any{
-			"version": "2.0", "rawPath": "/mcp", "rawQueryString": "", "headers": headers,
-			"requestContext": map[string]any{
-				"accountId": "anonymous", "apiId": "abcdefghij", "domainName": "abcdefghij.lambda-url.us-east-1.on.aws",
-				"domainPrefix": "abcdefghij", "requestId": "r-1", "routeKey": "$default", "stage": "$default",
-				"http": map[string]any{"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7", "userAgent": "coldstart"},
-				"time": "30/Nov/2026:12:00:00 +0000", "timeEpoch": 1796040000000,
-			},
-			"body": string(body), "isBase64Encoded": false,
-		})
+		return json.Marshal(lambdart.FunctionURLEvent(body, headers))
 	case "worker":
-		now := fmt.Sprint(time.Now().UnixMilli())
-		return json.Marshal(map[string]any{"Records": []map[string]any{{
-			"messageId": "m-1", "receiptHandle": "AQEBcoldstart", "body": string(queue.EncodeMessage(tasks.NewID())),
-			"attributes": map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": now,
-				"SenderId": "AROAEXAMPLE:mcptasks-McpFunction", "ApproximateFirstReceiveTimestamp": now},
-			"messageAttributes": map[string]any{}, "md5OfBody": "", "eventSource": "aws:sqs",
-			"eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:mcptasks-tasks", "awsRegion": "us-east-1",
-		}}})
+		return json.Marshal(map[string]any{"Records": []map[string]any{
+			lambdart.SQSRecord("m-1", string(queue.EncodeMessage(tasks.NewID())), "coldstart")}})
 	case "sweep":
-		return json.Marshal(map[string]any{"version": "0", "id": "e-1", "detail-type": "Scheduled Event", "source": "aws.events",
-			"account": "000000000000", "time": time.Now().UTC().Format(time.RFC3339), "region": "us-east-1",
-			"resources": []string{"arn:aws:events:us-east-1:000000000000:rule/mcptasks-sweep"}, "detail": map[string]any{}})
+		return json.Marshal(lambdart.ScheduledEvent())
 	}
 	return nil, errors.New("unknown function " + fn)
 }

@@ -121,3 +121,52 @@ func (a *API) Close() error {
 	}
 	return nil
 }
+
+// FunctionURLEvent is a Lambda Function URL (payload 2.0) event for a POST
+// of body to /mcp with the given headers (lower-case names).
+func FunctionURLEvent(body []byte, headers map[string]string) map[string]any {
+	h := map[string]string{"host": "abcdefghij.lambda-url.us-east-1.on.aws"}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return map[string]any{
+		"version": "2.0", "rawPath": "/mcp", "rawQueryString": "", "headers": h,
+		"requestContext": map[string]any{
+			"accountId": "anonymous", "apiId": "abcdefghij", "domainName": "abcdefghij.lambda-url.us-east-1.on.aws",
+			"domainPrefix": "abcdefghij", "requestId": "r-1", "routeKey": "$default", "stage": "$default",
+			"http": map[string]any{"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7", "userAgent": "lambdart"},
+			"time": "30/Nov/2026:12:00:00 +0000", "timeEpoch": 1796040000000,
+		},
+		"body": string(body), "isBase64Encoded": false,
+	}
+}
+
+// SQSRecord is one record of an SQS event: the message messageID with the
+// given body, delivered for the first time; sqsID makes its receipt
+// handle.
+func SQSRecord(messageID, body, sqsID string) map[string]any {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	return map[string]any{
+		"messageId":     messageID,
+		"receiptHandle": "AQEB" + sqsID,
+		"body":          body,
+		"attributes": map[string]string{
+			"ApproximateReceiveCount":          "1",
+			"SentTimestamp":                    now,
+			"SenderId":                         "AROAEXAMPLE:mcptasks-McpFunction",
+			"ApproximateFirstReceiveTimestamp": now,
+		},
+		"messageAttributes": map[string]any{},
+		"md5OfBody":         "",
+		"eventSource":       "aws:sqs",
+		"eventSourceARN":    "arn:aws:sqs:us-east-1:000000000000:mcptasks-tasks",
+		"awsRegion":         "us-east-1",
+	}
+}
+
+// ScheduledEvent is an EventBridge scheduled event (the sweeper's trigger).
+func ScheduledEvent() map[string]any {
+	return map[string]any{"version": "0", "id": "e-1", "detail-type": "Scheduled Event", "source": "aws.events",
+		"account": "000000000000", "time": time.Now().UTC().Format(time.RFC3339), "region": "us-east-1",
+		"resources": []string{"arn:aws:events:us-east-1:000000000000:rule/mcptasks-sweep"}, "detail": map[string]any{}}
+}

@@ -596,21 +596,8 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 			return redisqueue.Ack, err
 		}
 		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return settle(res), nil
+		return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), nil
 	})
-}
-
-// settle says what an Advance did with its queue message (see
-// tasks.AdvanceResult.Settled): a store that dispatches through the Redis
-// queue removed it when the task ended, else made it due again.
-func settle(res tasks.AdvanceResult) redisqueue.Settle {
-	switch {
-	case !res.Settled:
-		return redisqueue.Ack
-	case res.Status.Terminal():
-		return redisqueue.Removed
-	}
-	return redisqueue.Requeued
 }
 
 // RunSweeper sweeps every interval until ctx ends.

@@ -85,18 +85,6 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	return h
 }
 
-// settle is what a queue consumer tells the Redis queue after an Advance,
-// as the bundle does.
-func settle(res tasks.AdvanceResult) redisqueue.Settle {
-	switch {
-	case !res.Settled:
-		return redisqueue.Ack
-	case res.Status.Terminal():
-		return redisqueue.Removed
-	}
-	return redisqueue.Requeued
-}
-
 // work consumes the queue in the background until the test ends.
 func (h *harness) work(t testing.TB, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +92,7 @@ func (h *harness) work(t testing.TB, n int) {
 	wg.Go(func() {
 		h.q.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 			res, err := h.srv.Advance(ctx, id)
-			return settle(res), err
+			return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
 		})
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -547,7 +535,7 @@ func TestLongSleepIsChained(t *testing.T) {
 	wg.Go(func() {
 		rq.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 			res, err := srv.Advance(ctx, id)
-			return settle(res), err
+			return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
 		})
 	})
 	defer func() { cancel(); wg.Wait() }()

@@ -264,25 +264,6 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 	return res, nil
 }
 
-// lookup reads owner's task id within Options.StoreTimeout: -32602 when it
-// is unknown or foreign, -32603 when the store fails.
-func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, error) {
-	if !ValidID(id) {
-		return nil, errUnknownTask(id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
-	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
-	}
-	if err != nil {
-		s.log.Error(method+" failed", "task", id, "err", err)
-		return nil, storeUnavailable()
-	}
-	return t, nil
-}
-
 // watchPoll is how often WatchTask reads the task.
 const watchPoll = 200 * time.Millisecond
 

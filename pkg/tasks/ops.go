@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,19 +30,9 @@ import (
 func (s *Server) GetTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, MethodGet, "", id)
 	defer func() { endSpan(span, err) }()
-	if !ValidID(id) {
-		return nil, errUnknownTask(id)
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
-	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
-	}
+	t, err := s.lookup(ctx, owner, id, MethodGet)
 	if err != nil {
-		s.log.Error("tasks/get failed", "task", id, "err", err)
-		s.storeFailed(ctx, "get")
-		return nil, storeUnavailable()
+		return nil, err
 	}
 	if span != nil {
 		span.SetAttributes(AttrTool.String(t.Tool), AttrTaskStatus.String(string(t.Status)))
@@ -192,4 +183,24 @@ func (s *Server) Implementation() *mcp.Implementation { return s.impl }
 // a retry then starts a second one.
 func storeUnavailable() error {
 	return &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly", Data: json.RawMessage(`{"retryAfterMs":1000}`)}
+}
+
+// lookup reads owner's task id within Options.StoreTimeout: -32602 when it
+// is unknown or foreign, -32603 when the store fails.
+func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error(method+" failed", "task", id, "err", err)
+		s.storeFailed(ctx, strings.TrimPrefix(method, "tasks/"))
+		return nil, storeUnavailable()
+	}
+	return t, nil
 }

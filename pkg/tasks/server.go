@@ -538,33 +538,30 @@ func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *to
 // for it (through preflight), persists the task (durably: tasks/get finds
 // it from here on), enqueues it and returns the handle.
 func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.RawMessage,
-	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
-	defer func() { endSpan(span, err) }()
-	args, bad := t.validateArgs(raw)
-	if bad != nil {
-		return bad, nil
-	}
-	if owner == "" {
-		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
-	}
-	var journal []Entry
-	var responses map[string]json.RawMessage
-	if t.inputFirst {
-		res, j, r, err := preflight(args)
-		if res != nil || err != nil {
-			return res, err
+	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (mcp.Result, error) {
+	return s.createSeeded(ctx, t, owner, raw, s.opts.TTL, func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+		if !t.inputFirst {
+			return nil, nil, nil, nil
 		}
-		journal, responses = j, r
-	}
-	return s.persist(ctx, t, owner, args, s.opts.TTL, journal, responses)
+		return preflight(args)
+	})
 }
 
 // createWith validates raw arguments and persists a task of t for owner
 // with lifetime ttl, seeded with journal and responses (steps already
 // taken in the request), without input rounds before it.
 func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
-	journal []Entry, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
+	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
+	return s.createSeeded(ctx, t, owner, raw, ttl, func(json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+		return nil, journal, responses, nil
+	})
+}
+
+// createSeeded validates raw arguments, requires a principal, asks seed
+// for the journal and responses the task starts with (or for an answer
+// instead of a task) and persists it with lifetime ttl.
+func (s *Server) createSeeded(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
+	seed func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
 	defer func() { endSpan(span, err) }()
 	args, bad := t.validateArgs(raw)
@@ -573,6 +570,10 @@ func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json
 	}
 	if owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
+	}
+	res, journal, responses, err := seed(args)
+	if res != nil || err != nil {
+		return res, err
 	}
 	return s.persist(ctx, t, owner, args, ttl, journal, responses)
 }

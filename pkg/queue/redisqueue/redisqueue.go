@@ -282,6 +282,18 @@ const (
 	Removed
 )
 
+// SettleOf is the Settle of a handler whose write settled the message
+// (settled), and removed it if the task ended (ended).
+func SettleOf(settled, ended bool) Settle {
+	switch {
+	case !settled:
+		return Ack
+	case ended:
+		return Removed
+	}
+	return Requeued
+}
+
 // Handler processes one task id. A nil error settles the message as the
 // Settle says; an error makes it due again after a short backoff.
 type Handler func(ctx context.Context, taskID string) (Settle, error)

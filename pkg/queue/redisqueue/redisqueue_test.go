@@ -595,3 +595,17 @@ func testConsumeRemoved(t *testing.T, c rueidis.Client) {
 	cancel()
 	wait()
 }
+
+// SettleOf: a handler's write that did not settle the message asks for an
+// acknowledgement; one that did removed it when the task ended, else made
+// it due again.
+func TestSettleOf(t *testing.T) {
+	for _, c := range []struct {
+		settled, ended bool
+		want           redisqueue.Settle
+	}{{false, false, redisqueue.Ack}, {false, true, redisqueue.Ack}, {true, false, redisqueue.Requeued}, {true, true, redisqueue.Removed}} {
+		if got := redisqueue.SettleOf(c.settled, c.ended); got != c.want {
+			t.Errorf("SettleOf(%v, %v) = %v, want %v", c.settled, c.ended, got, c.want)
+		}
+	}
+}
