@@ -359,20 +359,7 @@ func transportOK(r *http.Request, localhostProtection bool) bool {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	jsonOK, streamOK := false, false
-	for _, v := range r.Header.Values("Accept") {
-		for _, raw := range strings.Split(v, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
+	jsonOK, streamOK := accepts(r.Header)
 	if !jsonOK || !streamOK {
 		return false
 	}
@@ -521,4 +508,23 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// accepts reports whether h's Accept headers take JSON and an event
+// stream, as the go-sdk reads them (media ranges and wildcards included).
+func accepts(h http.Header) (jsonOK, streamOK bool) {
+	for _, v := range h.Values("Accept") {
+		for _, raw := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
 }

@@ -138,20 +138,7 @@ func legacyTransportOK(h http.Header) bool {
 	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	jsonOK, streamOK := false, false
-	for _, v := range h.Values("Accept") {
-		for _, raw := range strings.Split(v, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
+	jsonOK, streamOK := accepts(h)
 	return jsonOK && streamOK
 }
 
