@@ -202,6 +202,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.TaskTTL > tasks.MaxTTL {
 		errs = append(errs, fmt.Errorf("MCPTASKS_TASK_TTL=%v exceeds the maximum %v", c.TaskTTL, tasks.MaxTTL))
 	}
+	if err := redisstore.CheckPrefix(c.KeyPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("MCPTASKS_KEY_PREFIX=%q: %w", c.KeyPrefix, err))
+	}
 	errs = append(errs, c.checkQueue())
 	return c, errors.Join(errs...)
 }

@@ -177,3 +177,20 @@ func TestMaxLiveTasks(t *testing.T) {
 		t.Errorf("-1: %v", err)
 	}
 }
+
+// A key prefix with a brace is refused: it would put every task's keys in
+// one Redis Cluster slot.
+func TestFromEnvKeyPrefix(t *testing.T) {
+	t.Parallel()
+	for prefix, ok := range map[string]bool{"": true, "app:": true, "app{x}:": false, "a}": false} {
+		_, err := FromEnv(func(k string) string {
+			if k == "MCPTASKS_KEY_PREFIX" {
+				return prefix
+			}
+			return ""
+		})
+		if ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "MCPTASKS_KEY_PREFIX")) {
+			t.Errorf("MCPTASKS_KEY_PREFIX=%q: error %v, want ok=%v", prefix, err, ok)
+		}
+	}
+}

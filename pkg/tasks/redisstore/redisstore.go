@@ -61,7 +61,8 @@ import (
 
 // Options configures a Store. The zero value is a sane default.
 type Options struct {
-	// Prefix is prepended to every key; empty means "mcptasks:".
+	// Prefix is prepended to every key; empty means "mcptasks:". It must
+	// not contain '{' or '}' (see CheckPrefix).
 	Prefix string
 	// EnqueueGrace is how long after a task was last handed to the queue
 	// the sweeper assumes the message was lost and enqueues it again.
@@ -88,6 +89,16 @@ type Options struct {
 	// (EVALSHA create, claim, commit, ...) made within a traced operation
 	// (a recording span in the call's context); nil means none.
 	TracerProvider trace.TracerProvider
+}
+
+// CheckPrefix reports whether prefix can prefix the store's keys: a brace
+// in it would make Redis Cluster hash the prefix instead of each task's
+// {id} tag, putting every key of every task in one slot.
+func CheckPrefix(prefix string) error {
+	if strings.ContainsAny(prefix, "{}") {
+		return errors.New("must not contain '{' or '}': each task's keys carry the hash tag {taskId}, and a brace in the prefix would put every task in one Redis Cluster slot")
+	}
+	return nil
 }
 
 // Store is a tasks.Store on Redis. It is safe for concurrent use.
