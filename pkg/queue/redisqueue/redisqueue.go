@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Queue struct {
 	enq  *rueidis.Lua
 	recv *rueidis.Lua
 	ack  *rueidis.Lua
+	// misuse is why this queue cannot run on its client, if it cannot (an
+	// enqueue then answers it instead of sending a command).
+	misuse error
 }
 
 // New returns a queue on c, which the caller owns and closes.
@@ -87,7 +91,22 @@ func New(c rueidis.Client, opts *Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Queue{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
+	q := &Queue{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
+	if c.Mode() == rueidis.ClientModeCluster && !hashTagged(o.Key) {
+		q.misuse = fmt.Errorf("queue: key %q has no hash tag ({...}): on a Redis Cluster the queue and its wake list %q would live in different slots", o.Key, q.wakeKey())
+	}
+	return q
+}
+
+// hashTagged reports whether key holds a Redis Cluster hash tag: a '{'
+// followed, after at least one character, by a '}'.
+func hashTagged(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	closing := strings.IndexByte(key[open+1:], '}')
+	return closing > 0
 }
 
 // DefaultPoll is Options.Poll's default: idle consumers cost about two
@@ -192,6 +211,9 @@ func (q *Queue) KeyTTL() time.Duration { return q.o.KeyTTL }
 
 // Enqueue implements tasks.Queue.
 func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
+	if q.misuse != nil {
+		return q.misuse
+	}
 	at := notBefore.UnixMilli()
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -607,5 +608,29 @@ func TestSettleOf(t *testing.T) {
 		if got := redisqueue.SettleOf(c.settled, c.ended); got != c.want {
 			t.Errorf("SettleOf(%v, %v) = %v, want %v", c.settled, c.ended, got, c.want)
 		}
+	}
+}
+
+// clusterMode is a client that says it talks to a Redis Cluster.
+type clusterMode struct{ rueidis.Client }
+
+func (clusterMode) Mode() rueidis.ClientMode { return rueidis.ClientModeCluster }
+
+// On a Redis Cluster, a queue key without a hash tag (its wake list would
+// hash elsewhere) makes Enqueue answer an error instead of panicking in
+// the client; a tagged key works as on one server.
+func TestClusterKeyWithoutHashTag(t *testing.T) {
+	for _, b := range testredis.Backends() {
+		t.Run(b, func(t *testing.T) {
+			c := clusterMode{testredis.Client(t, b)}
+			untagged := redisqueue.New(c, &redisqueue.Options{Key: "q" + tasks.NewID()})
+			if err := untagged.Enqueue(t.Context(), "x", time.Time{}); err == nil || !strings.Contains(err.Error(), "hash tag") {
+				t.Errorf("Enqueue on an untagged key over a cluster client: %v, want the hash-tag error", err)
+			}
+			tagged := redisqueue.New(c, &redisqueue.Options{Key: "q{" + tasks.NewID() + "}"})
+			if err := tagged.Enqueue(t.Context(), "x", time.Time{}); err != nil {
+				t.Errorf("Enqueue on a tagged key: %v", err)
+			}
+		})
 	}
 }
