@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -107,32 +106,11 @@ type listenSchemas struct {
 }
 
 func newListenSchemas(t *testing.T) *listenSchemas {
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	for url, file := range map[string]string{"mcp.json": "../pkg/tasks/testdata/schema-2026-07-28.json", "tasks.json": "../pkg/tasks/testdata/tasks-schema.json"} {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must := func(s *jsonschema.Schema, err error) *jsonschema.Schema {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	compile := mcptest.Schemas(t, "../pkg/tasks/testdata")
 	return &listenSchemas{
-		ack:    must(c.Compile("tasks.json#/$defs/TaskSubscriptionAcknowledged")),
-		note:   must(c.Compile("tasks.json#/$defs/TaskStatusNotification")),
-		result: must(c.Compile("mcp.json#/$defs/SubscriptionsListenResultResponse")),
+		ack:    compile("tasks.json#/$defs/TaskSubscriptionAcknowledged"),
+		note:   compile("tasks.json#/$defs/TaskStatusNotification"),
+		result: compile("mcp.json#/$defs/SubscriptionsListenResultResponse"),
 	}
 }
 

@@ -4,42 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
-
-// schemas compiles the published 2026-07-28 schema (testdata, a copy of
-// the spec's schema.json) and the SEP-2663 task shapes layered on it.
-func schemas(t *testing.T) func(def string) *jsonschema.Schema {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	for url, file := range map[string]string{"mcp.json": "testdata/schema-2026-07-28.json", "tasks.json": "testdata/tasks-schema.json"} {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		if err := c.AddResource(url, doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func(def string) *jsonschema.Schema {
-		s, err := c.Compile(def)
-		if err != nil {
-			t.Fatalf("compiling %s: %v", def, err)
-		}
-		return s
-	}
-}
 
 func validate(t *testing.T, s *jsonschema.Schema, what string, raw []byte) {
 	t.Helper()
@@ -68,7 +38,7 @@ func envelope(r *mcptest.Response) []byte {
 // validates every message the server emitted against the published schema
 // and the SEP-2663 task shapes.
 func TestWireMatchesSchema(t *testing.T) {
-	compile := schemas(t)
+	compile := mcptest.Schemas(t, "testdata")
 	var (
 		resultResp = compile("mcp.json#/$defs/JSONRPCResultResponse")
 		errorResp  = compile("mcp.json#/$defs/JSONRPCErrorResponse")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/fakeqstash"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/spantest"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
@@ -384,30 +385,5 @@ func TestTraceAcrossFunctions(t *testing.T) {
 	if status, body := do(t, req); status != http.StatusOK {
 		t.Fatalf("worker: HTTP %d %s", status, body)
 	}
-	var root, enqueue, advance sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "tools/call batch_report":
-			root = s
-		case "enqueue":
-			if enqueue == nil {
-				enqueue = s
-			}
-		case "advance batch_report":
-			advance = s
-		}
-	}
-	if root == nil || enqueue == nil || advance == nil {
-		t.Fatalf("spans: tools/call %v, enqueue %v, advance %v", root != nil, enqueue != nil, advance != nil)
-	}
-	if advance.Parent().SpanID() != root.SpanContext().SpanID() || advance.SpanContext().TraceID() != root.SpanContext().TraceID() {
-		t.Errorf("advance span parent %v, want the tools/call span %v", advance.Parent(), root.SpanContext())
-	}
-	linked := false
-	for _, l := range advance.Links() {
-		linked = linked || l.SpanContext.SpanID() == enqueue.SpanContext().SpanID()
-	}
-	if !linked {
-		t.Errorf("advance span links %v, want the enqueue span %v", advance.Links(), enqueue.SpanContext())
-	}
+	spantest.CarriedTrace(t, rec.Ended(), "batch_report")
 }
