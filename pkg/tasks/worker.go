@@ -127,6 +127,13 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult, error) {
 	c := r.claim
 	res := AdvanceResult{Steps: r.newSteps}
+	if c.Task.Status.Terminal() {
+		// A write of this run ended the task (a requested cancellation):
+		// nothing is left to write.
+		res.Status = c.Task.Status
+		res.Settled = w.s.dispatch
+		return res, nil
+	}
 	ch := &Change{Now: w.s.now(), Append: r.pending}
 	if r.statusDirty {
 		ch.StatusMessage = &r.statusMsg
@@ -138,23 +145,15 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		n := max(c.Attempts-1, 0)
 		ch.SetAttempts = &n
 	}
-	if c.Task.Status.Terminal() {
-		// A write of this run ended the task (a requested cancellation):
-		// nothing is left to write.
-		res.Status = c.Task.Status
-		res.Settled = w.s.dispatch
-		return res, nil
-	}
 	var enqueueAt time.Time
 	enqueue := false
 	switch {
 	case out.susp != nil:
 		switch out.susp.kind {
 		case suspendStop:
-			// A commit of the run made the task terminal (a requested
-			// cancellation), or the claim was lost.
+			// The claim was lost (a run that ended the task returned
+			// above).
 			res.Status = c.Task.Status
-			res.Settled = w.s.dispatch && res.Status.Terminal()
 			return res, nil
 		case suspendContinue:
 			ch.Release, enqueue = true, true

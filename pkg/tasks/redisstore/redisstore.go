@@ -800,6 +800,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	var after []rueidis.Completed
 	var due time.Time
 	switch {
+	case s.Dispatches(): // the script keeps the due index
 	case op == "keep":
 	case op == "release" && ch.WakeAt.IsZero():
 		after = []rueidis.Completed{
@@ -813,9 +814,6 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		}
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
-	}
-	if s.Dispatches() {
-		after, due = nil, time.Time{} // the script keeps the due index
 	}
 	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after)
 	var arr []rueidis.RedisMessage

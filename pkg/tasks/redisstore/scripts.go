@@ -27,7 +27,8 @@ type script struct {
 //   - dispatch(at, quiet) / undispatch() enqueue the task at at (Unix ms;
 //     quiet: without waking an idle consumer, for a worker's own commit) or
 //     drop its message;
-//   - due(at) sets the task's time in the due index, dueLT(at) sets it
+//   - due(at) sets the task's time in the due index, dueNew(at) does so
+//     for a new task and refreshes the index's expiry, dueLT(at) sets it
 //     unless it is earlier already, undue(live) removes it (and the task from the
 //     live set live, if given); GRACE is Options.EnqueueGrace and INDEXTTL
 //     Options.IndexTTL, in ms.
@@ -40,6 +41,10 @@ local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
 local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
 local function undispatch() redis.call('ZREM', DQ, DID) end
 local function due(at) redis.call('ZADD', DUE, at, DID) end
+local function dueNew(at)
+  due(at)
+  redis.call('PEXPIRE', DUE, INDEXTTL)
+end
 local function dueLT(at) redis.call('ZADD', DUE, 'LT', at, DID) end
 local function undue(live)
   redis.call('ZREM', DUE, DID)
@@ -51,10 +56,11 @@ end
 // noDispatchLua is the prelude of a Store that leaves enqueues to its
 // caller and writes the due index in the pipelines around its scripts.
 const noDispatchLua = `
-local GRACE, INDEXTTL = 0, 0
+local GRACE = 0
 local function dispatch(at, quiet) end
 local function undispatch() end
 local function due(at) end
+local function dueNew(at) end
 local function dueLT(at) end
 local function undue(live) end
 `
@@ -135,10 +141,7 @@ base = base + nj
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 dispatch(ARGV[2])
-if INDEXTTL > 0 then
-  due(tonumber(ARGV[2]) + GRACE)
-  redis.call('PEXPIRE', DUE, INDEXTTL)
-end
+dueNew(tonumber(ARGV[2]) + GRACE)
 return 1
 `
 
