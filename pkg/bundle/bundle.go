@@ -41,6 +41,16 @@ type Config struct {
 	LogLevel       slog.Level    // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
 	RedisURL       string        // REDIS_URL; empty: embedded in-process Redis
 	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
+	// RedisShards is MCPTASKS_REDIS_SHARDS: how many shards the queue and
+	// the due index are spread over (0, the default: 1 on a standalone
+	// Redis, DefaultClusterShards on a Redis Cluster).
+	RedisShards int
+	// RedisWait and RedisWaitTimeout are MCPTASKS_REDIS_WAIT=N[,timeout]:
+	// transitions that hand something to a client or end a task are
+	// acknowledged by N replicas (WAIT) before the answer leaves, or
+	// refused after timeout (default 1s). 0, the default, waits for none.
+	RedisWait        int
+	RedisWaitTimeout time.Duration
 	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
 	PollInterval   time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
 	PollMin        time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
@@ -70,6 +80,33 @@ type Config struct {
 	// CronSecret is the bearer token the sweeper endpoint of a Vercel
 	// deployment requires (CRON_SECRET; Vercel Cron sends it).
 	CronSecret string
+}
+
+// DefaultClusterShards is the number of shards of the queue and the due
+// index on a Redis Cluster when MCPTASKS_REDIS_SHARDS is not set: 12
+// shards fall on the slot ranges `redis-cli --cluster create` gives 2, 3,
+// 4, 6 or 12 masters, so each task's shard sits on the task's own master.
+const DefaultClusterShards = 12
+
+// maxShards bounds MCPTASKS_REDIS_SHARDS: every sweep reads each shard.
+const maxShards = 256
+
+// parseRedisWait reads MCPTASKS_REDIS_WAIT's "N[,timeout]".
+func (c *Config) parseRedisWait(v string) error {
+	n, t, hasT := strings.Cut(strings.TrimSpace(v), ",")
+	replicas, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || replicas < 0 {
+		return errors.New("want a number of replicas, optionally followed by a timeout: 1 or 1,500ms")
+	}
+	c.RedisWait, c.RedisWaitTimeout = replicas, time.Second
+	if hasT {
+		d, err := time.ParseDuration(strings.TrimSpace(t))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("timeout %q: want a positive duration such as 500ms", t)
+		}
+		c.RedisWaitTimeout = d
+	}
+	return nil
 }
 
 // Queue adapters selectable with MCPTASKS_QUEUE.
@@ -168,6 +205,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	dur("MCPTASKS_TASK_TTL", &c.TaskTTL, time.Hour)
+	if v := getenv("MCPTASKS_REDIS_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxShards {
+			errs = append(errs, fmt.Errorf("MCPTASKS_REDIS_SHARDS=%q: want a number of shards from 1 to %d (0: automatic)", v, maxShards))
+		}
+		c.RedisShards = n
+	}
+	if v := getenv("MCPTASKS_REDIS_WAIT"); v != "" {
+		if err := c.parseRedisWait(v); err != nil {
+			errs = append(errs, fmt.Errorf("MCPTASKS_REDIS_WAIT=%q: %w", v, err))
+		}
+	}
 	dur("MCPTASKS_POLL_INTERVAL", &c.PollInterval, time.Second)
 	dur("MCPTASKS_POLL_MIN", &c.PollMin, min(500*time.Millisecond, c.PollInterval))
 	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))

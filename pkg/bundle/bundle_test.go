@@ -194,3 +194,38 @@ func TestFromEnvKeyPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestFromEnvRedisShardsAndWait(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		shards, wait string
+		ok           bool
+		n, replicas  int
+		timeout      time.Duration
+	}{
+		{"", "", true, 0, 0, 0},
+		{"12", "1", true, 12, 1, time.Second},
+		{"1", "2,250ms", true, 1, 2, 250 * time.Millisecond},
+		{"0", "0", true, 0, 0, time.Second},
+		{"257", "", false, 0, 0, 0},
+		{"-1", "", false, 0, 0, 0},
+		{"", "x", false, 0, 0, 0},
+		{"", "1,0s", false, 0, 0, 0},
+		{"", "1,soon", false, 0, 0, 0},
+	} {
+		c, err := FromEnv(envOf(map[string]string{"MCPTASKS_REDIS_SHARDS": tc.shards, "MCPTASKS_REDIS_WAIT": tc.wait}))
+		if tc.ok != (err == nil) {
+			t.Errorf("shards %q wait %q: error %v, want ok=%v", tc.shards, tc.wait, err, tc.ok)
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "MCPTASKS_REDIS_") {
+				t.Errorf("shards %q wait %q: error %v does not name the variable", tc.shards, tc.wait, err)
+			}
+			continue
+		}
+		if c.RedisShards != tc.n || c.RedisWait != tc.replicas || c.RedisWaitTimeout != tc.timeout {
+			t.Errorf("shards %q wait %q: got %d, %d, %v", tc.shards, tc.wait, c.RedisShards, c.RedisWait, c.RedisWaitTimeout)
+		}
+	}
+}
