@@ -503,6 +503,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		return nil, fmt.Errorf("connecting to Redis: %w", err)
 	}
 	b.client = client
+	if cfg.RedisWait > 0 && b.embedded != nil {
+		b.Close()
+		return nil, errors.New("MCPTASKS_REDIS_WAIT needs REDIS_URL: the embedded Redis has no replicas to wait for")
+	}
 	prefix := cfg.KeyPrefix
 	if prefix == "" {
 		prefix = "mcptasks:"
@@ -522,7 +526,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		b.Close()
 		return nil, err
 	}
-	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider}
+	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider,
+		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout}
 	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
 		// The queue is in the same Redis: each transition enqueues in its
 		// own script (a worker step saves a round trip).
@@ -586,6 +591,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Extra:          extra,
 	})
 	return b, nil
+}
+
+// redisShards is how many shards the queue and the due index are spread
+// over: MCPTASKS_REDIS_SHARDS, else 1 on a standalone Redis and
+// DefaultClusterShards on a Redis Cluster.
+func (b *Bundle) redisShards() int {
+	switch {
+	case b.Config.RedisShards > 0:
+		return b.Config.RedisShards
+	case b.client.Mode() == rueidis.ClientModeCluster:
+		return DefaultClusterShards
+	}
+	return 1
 }
 
 // newQueue builds the queue adapter Config.Queue selects.

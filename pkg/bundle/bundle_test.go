@@ -229,3 +229,17 @@ func TestFromEnvRedisShardsAndWait(t *testing.T) {
 		}
 	}
 }
+
+// Waiting for replicas needs a Redis that has some: the embedded one is
+// refused at start, not at the first task.
+func TestRedisWaitNeedsRedisURL(t *testing.T) {
+	t.Parallel()
+	cfg, err := FromEnv(envOf(map[string]string{"MCPTASKS_REDIS_WAIT": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_REDIS_WAIT needs REDIS_URL") {
+		t.Fatalf("New with MCPTASKS_REDIS_WAIT on the embedded Redis: %v", err)
+	}
+}

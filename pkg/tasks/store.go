@@ -327,6 +327,9 @@ type Store interface {
 	Peek(ctx context.Context, id string) (*Task, error)
 	// Due returns up to limit tasks whose next attention time is at or
 	// before now (lease expiry, wake time, lost enqueue), for the sweeper.
+	// A store whose index is spread over several servers may return the
+	// entries of those that answered together with an error naming the
+	// others; the sweeper sweeps what it got.
 	Due(ctx context.Context, now time.Time, limit int) ([]DueTask, error)
 	// Schedule sets the next attention time of a task for the sweeper; a
 	// zero time removes the task from the due index.

@@ -31,13 +31,15 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 		start = time.Now()
 	}
 	now := s.now()
-	due, err := s.store.Due(ctx, now, limit)
+	due, dueErr := s.store.Due(ctx, now, limit)
 	// A sweep that finds nothing due (the usual tick) leaves no trace.
-	ctx, span := s.sweepSpan(ctx, start, len(due) > 0 || err != nil)
+	ctx, span := s.sweepSpan(ctx, start, len(due) > 0 || dueErr != nil)
 	defer func() { s.endSweep(ctx, span, res, err) }()
-	if err != nil {
+	if dueErr != nil {
+		// A sharded index may have answered in part (one shard's primary
+		// failing over): what it returned is swept, the error reported.
 		s.storeFailed(ctx, "due")
-		return res, err
+		defer func() { err = errors.Join(err, dueErr) }()
 	}
 	grace := s.opts.MaxDuration
 	for _, d := range due {

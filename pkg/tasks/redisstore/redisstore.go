@@ -20,9 +20,25 @@
 // queue sharing the prefix, "<prefix>{queue}").
 //
 // Every key expires at the task's creation time plus its TTL. A sorted set
-// <prefix>due (its own slot, itself expiring) indexes the next time the
+// per shard, the due index, (itself expiring) indexes the next time the
 // sweeper must look at each live task; it is only a hint: the sweeper
-// re-derives what to do from the task record.
+// re-derives what to do from the task record. With one shard (the default)
+// it is <prefix>due; with n shards (Options.Shards, for a Redis Cluster)
+// shard k is <prefix>{<tag>}due, tag from slots.Tags(n), and a task is
+// indexed in shard slots.ShardOf(id, n), which hashes to the task's own
+// slot range: on a cluster laid out by redis-cli, the task's master. A
+// create thus writes to one master only, and as the index entry is written
+// before the task and removed after it ends, in one master's replication
+// stream, a failover that loses a task's last transition loses the index
+// change that followed it too: a task never looks ended, or gone, to the
+// sweeper while its record says otherwise.
+//
+// With Options.Wait, the transitions a client sees (create, update,
+// cancel) and every commit of a worker wait until that many replicas have
+// the write (Redis WAIT, pipelined after the script on its connection)
+// before the store answers; a write the replicas do not acknowledge in
+// time is answered ErrNotReplicated (a creation is undone first, best
+// effort, so no task runs for a handle that was refused).
 //
 // When a creation carries a limit (tasks.NewTask.MaxLive), a sorted set
 // <prefix>live:<h> per principal (h: a hash of the principal) holds the ids
@@ -47,10 +63,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/redis/rueidis"
@@ -85,6 +103,15 @@ type Options struct {
 	// shows at most the newest MaxListed unexpired tasks of a principal.
 	// Zero means DefaultMaxListed.
 	MaxListed int
+	// Shards is how many shards the due index is spread over (see the
+	// package doc); zero means 1. Use the queue's shard count.
+	Shards int
+	// Wait, when positive, makes every transition wait until that many
+	// replicas acknowledge it, for at most WaitTimeout (zero: 1s); see the
+	// package doc. It costs a round trip's worth of replication latency per
+	// transition, and refuses writes while fewer replicas answer.
+	Wait        int
+	WaitTimeout time.Duration
 	// TracerProvider, when set, makes a client span for each script call
 	// (EVALSHA create, claim, commit, ...) made within a traced operation
 	// (a recording span in the call's context); nil means none.
@@ -109,7 +136,12 @@ type Store struct {
 	indexTTL  time.Duration
 	maxListed int
 	sc        scripts
-	qkeys     []string // the due index and the queue's keys when dispatching, else nil
+	dueKeys   []string // the due index's shards
+	// queueKeys returns a task's queue keys when the store dispatches,
+	// else it is nil.
+	queueKeys func(id string) (queue, wake string)
+	wait      int64
+	waitMs    int64
 	// tracer is nil when tracing is off; names names the scripts by SHA
 	// for their spans.
 	tracer trace.Tracer
@@ -137,9 +169,22 @@ func New(c rueidis.Client, opts *Options) *Store {
 		o.MaxListed = DefaultMaxListed
 	}
 	s := &Store{c: c, prefix: o.Prefix, grace: o.EnqueueGrace, indexTTL: o.IndexTTL, maxListed: o.MaxListed}
+	if o.Shards <= 1 {
+		s.dueKeys = []string{o.Prefix + "due"}
+	} else {
+		for _, tag := range slots.Tags(o.Shards) {
+			s.dueKeys = append(s.dueKeys, o.Prefix+"{"+tag+"}due")
+		}
+	}
+	if o.Wait > 0 {
+		s.wait, s.waitMs = int64(o.Wait), time.Second.Milliseconds()
+		if o.WaitTimeout > 0 {
+			s.waitMs = max(o.WaitTimeout.Milliseconds(), 1)
+		}
+	}
 	if o.Queue != nil {
 		q, w := o.Queue.Keys()
-		s.qkeys = []string{s.dueKey(), q, w}
+		s.queueKeys = func(string) (string, string) { return q, w }
 		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
 	} else {
 		s.sc = newScripts(noDispatchLua)
@@ -179,25 +224,31 @@ func endSpan(span trace.Span, err error) {
 // Dispatches reports whether the store enqueues tasks itself (see
 // Options.Queue): tasks.Server then does not enqueue after a creation, a
 // worker's commit or a resuming update.
-func (s *Store) Dispatches() bool { return s.qkeys != nil }
+func (s *Store) Dispatches() bool { return s.queueKeys != nil }
 
-// withQueue appends the due index and the queue's keys to a transition
-// script's keys when the store dispatches (see dispatchLua).
-func (s *Store) withQueue(keys ...string) []string { return append(keys, s.qkeys...) }
+// withQueue appends task id's due-index shard and queue keys to a
+// transition script's keys when the store dispatches (see dispatchLua).
+func (s *Store) withQueue(id string, keys ...string) []string {
+	if s.queueKeys == nil {
+		return keys
+	}
+	q, w := s.queueKeys(id)
+	return append(keys, s.dueKey(id), q, w)
+}
 
 // withLive is withQueue for Commit and Cancel, which also drop an ended
 // task from owner's live set.
-func (s *Store) withLive(owner string, keys ...string) []string {
-	if s.qkeys == nil {
+func (s *Store) withLive(owner, id string, keys ...string) []string {
+	if s.queueKeys == nil {
 		return keys
 	}
-	return append(append(keys, s.liveKey(owner)), s.qkeys...)
+	return s.withQueue(id, append(keys, s.liveKey(owner))...)
 }
 
 // index returns cmds unless the store dispatches: its scripts then keep
 // the due index themselves.
 func (s *Store) index(cmds ...rueidis.Completed) []rueidis.Completed {
-	if s.qkeys != nil {
+	if s.queueKeys != nil {
 		return nil
 	}
 	return cmds
@@ -222,7 +273,8 @@ func (s *Store) readKeys(id string) []string {
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
 
-func (s *Store) dueKey() string { return s.prefix + "due" }
+// dueKey is the due-index shard of task id.
+func (s *Store) dueKey(id string) string { return s.dueKeys[slots.ShardOf(id, len(s.dueKeys))] }
 
 // liveKey is the sorted set of owner's live tasks (see the package doc).
 func (s *Store) liveKey(owner string) string {
@@ -328,13 +380,32 @@ func (s *Store) dropEnded(ctx context.Context, key string, members []string) (in
 // not seen it yet (NOSCRIPT) it is run again through rueidis, which loads
 // it.
 func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed) (_ rueidis.RedisResult, beforeErr error) {
+	out, beforeErr, _ := s.run(ctx, sc, keys, args, before, after, false)
+	return out, beforeErr
+}
+
+// ErrNotReplicated is the error of a transition that fewer replicas than
+// Options.Wait acknowledged within Options.WaitTimeout: the primary has it,
+// but a failover now could lose it, so the store does not report it done.
+var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
+
+// run is exec for a transition a caller relies on: when the store waits
+// for replicas (Options.Wait) and waited is true, a WAIT follows the
+// script on the same connection, routed to the script's slot, and waitErr
+// is ErrNotReplicated if too few replicas acknowledged the write (or the
+// WAIT failed).
+func (s *Store) run(ctx context.Context, sc script, keys, args []string, before, after []rueidis.Completed, waited bool) (_ rueidis.RedisResult, beforeErr, waitErr error) {
 	var span trace.Span
 	if s.tracer != nil {
 		ctx, span = s.span(ctx, s.names[sc.sha])
 	}
-	cmds := make([]rueidis.Completed, 0, len(before)+1+len(after))
+	waited = waited && s.wait > 0
+	cmds := make([]rueidis.Completed, 0, len(before)+2+len(after))
 	cmds = append(cmds, before...)
 	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if waited {
+		cmds = append(cmds, s.waitCmd(keys[0]))
+	}
 	cmds = append(cmds, after...)
 	res := s.c.DoMulti(ctx, cmds...)
 	for _, r := range res[:len(before)] {
@@ -343,11 +414,43 @@ func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before
 		}
 	}
 	out := res[len(before)]
-	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		out = sc.lua.Exec(ctx, s.c, keys, args)
+	var ack rueidis.RedisResult
+	if waited {
+		ack = res[len(before)+1]
 	}
-	endSpan(span, out.Error())
-	return out, beforeErr
+	if err := out.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if waited {
+			// The script's body, then the WAIT, on one connection again.
+			r := s.c.DoMulti(ctx, s.c.B().Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), s.waitCmd(keys[0]))
+			out, ack = r[0], r[1]
+		} else {
+			out = sc.lua.Exec(ctx, s.c, keys, args)
+		}
+	}
+	if waited && out.Error() == nil {
+		waitErr = s.acknowledged(ack)
+	}
+	endSpan(span, errors.Join(out.Error(), waitErr))
+	return out, beforeErr, waitErr
+}
+
+// waitCmd is the WAIT that follows a transition on key's slot. rueidis
+// sends a pipeline holding a blocking command (WAIT is one) on a
+// connection of its own, in order, so the WAIT covers the writes before it.
+func (s *Store) waitCmd(key string) rueidis.Completed {
+	return s.c.B().Wait().Numreplicas(s.wait).Timeout(s.waitMs).Build().SetSlot(key)
+}
+
+// acknowledged checks a WAIT's reply against Options.Wait.
+func (s *Store) acknowledged(ack rueidis.RedisResult) error {
+	n, err := ack.AsInt64()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
+	}
+	if n < s.wait {
+		return fmt.Errorf("%w: %d of %d replicas within %dms", ErrNotReplicated, n, s.wait, s.waitMs)
+	}
+	return nil
 }
 
 // schedule returns the commands that set a task's next attention time in
@@ -355,11 +458,11 @@ func (s *Store) exec(ctx context.Context, sc script, keys, args []string, before
 func (s *Store) schedule(id string, at time.Time) []rueidis.Completed {
 	var cmd rueidis.Completed
 	if at.IsZero() {
-		cmd = s.c.B().Zrem().Key(s.dueKey()).Member(id).Build()
+		cmd = s.c.B().Zrem().Key(s.dueKey(id)).Member(id).Build()
 	} else {
-		cmd = s.c.B().Zadd().Key(s.dueKey()).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
+		cmd = s.c.B().Zadd().Key(s.dueKey(id)).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
 	}
-	return []rueidis.Completed{cmd, s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build()}
+	return []rueidis.Completed{cmd, s.c.B().Pexpire().Key(s.dueKey(id)).Milliseconds(s.indexTTL.Milliseconds()).Build()}
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -415,7 +518,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	if nt.Listed {
 		before = append(before, s.indexCmd(nt, now, exp))
 	}
-	res, indexErr := s.exec(ctx, s.sc.create, s.withQueue(t, j, r), args, before, nil)
+	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, t, j, r), args, before, nil, true)
 	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
 		indexErr = s.indexAgain(ctx, nt, now, exp)
 	}
@@ -424,6 +527,12 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		// Created but not indexed: the handle must not go out, since a lost
 		// enqueue could then never be recovered. The task expires unused.
 		err = indexErr
+	}
+	if err == nil && n == 1 && waitErr != nil {
+		// Created, but a failover could lose it: the handle must not go
+		// out, and no task may run for a handle that was refused.
+		err = waitErr
+		s.uncreate(ctx, nt)
 	}
 	if (err != nil || n == 0) && reserved {
 		// Give the place back (best effort: else it is held until exp), on
@@ -444,6 +553,29 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now,
 		TTL: nt.TTL, PollInterval: nt.PollInterval, TraceParent: nt.TraceParent,
 	}, nil
+}
+
+// uncreate removes a task whose creation was refused after the write
+// (best effort, on a context of its own: the usual cause is a failing
+// primary): its keys, its due-index entry, its list entry and, when the
+// store dispatches, its queue message. The live-set place is handed back
+// by Create.
+func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+	defer cancel()
+	t, p, j, r := s.keys(nt.ID)
+	cmds := []rueidis.Completed{
+		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID)).Build(),
+		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
+	}
+	if nt.Listed {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.listKey(nt.Owner)).Member(nt.ID).Build())
+	}
+	if s.queueKeys != nil {
+		q, _ := s.queueKeys(nt.ID)
+		cmds = append(cmds, s.c.B().Zrem().Key(q).Member(nt.ID).Build())
+	}
+	s.c.DoMulti(ctx, cmds...)
 }
 
 // Get implements tasks.Store. The owner is compared inside Redis, so a
@@ -583,16 +715,19 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	for k, v := range responses {
 		args = append(args, k, string(v))
 	}
-	keys := s.withQueue(t, p, r, s.offersKey(id))
+	keys := s.withQueue(id, t, p, r, s.offersKey(id))
 	if s.Dispatches() {
 		args[2] = "apply" // the script moves the due entry itself
 	}
-	res, _ := s.exec(ctx, s.sc.update, keys, args, nil, nil)
+	res, _, waitErr := s.run(ctx, s.sc.update, keys, args, nil, nil, true)
 	n, err := res.AsInt64()
 	if err == nil && n == 3 {
 		args[2] = "apply"
-		res, _ = s.exec(ctx, s.sc.update, keys, args, s.schedule(id, now.Add(s.grace)), nil)
+		res, _, waitErr = s.run(ctx, s.sc.update, keys, args, s.schedule(id, now.Add(s.grace)), nil, true)
 		n, err = res.AsInt64()
+	}
+	if err == nil && n != -1 {
+		err = waitErr
 	}
 	if err != nil {
 		return false, fmt.Errorf("redisstore: update %s: %w", id, err)
@@ -612,14 +747,16 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	sctx, span := s.span(ctx, "cancel")
-	arr, err := s.sc.cancel.lua.Exec(sctx, s.c, s.withLive(owner, t, p, s.offersKey(id)), []string{owner, ms(now)}).ToArray()
-	endSpan(span, err)
+	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id)), []string{owner, ms(now)}, nil, nil, true)
+	arr, err := res.ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
 	}
 	if err == nil && len(arr) != 2 {
 		err = fmt.Errorf("unexpected reply of %d elements", len(arr))
+	}
+	if err == nil {
+		err = waitErr
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("redisstore: cancel %s: %w", id, err)
@@ -644,9 +781,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, s.sc.claim, s.withQueue(t, p, j, r, s.offersKey(id)),
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
-			s.c.B().Zadd().Key(s.dueKey()).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
+			s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
 	if err == nil {
 		arr, err = res.ToArray()
@@ -804,8 +941,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "keep":
 	case op == "release" && ch.WakeAt.IsZero():
 		after = []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey()).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
-			s.c.B().Pexpire().Key(s.dueKey()).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+			s.c.B().Zadd().Key(s.dueKey(id)).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(s.dueKey(id)).Milliseconds(s.indexTTL.Milliseconds()).Build(),
 		}
 	case op == "park":
 		due = c.Task.ExpiresAt()
@@ -815,10 +952,14 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case op == "release", op == "sleep":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, err := s.exec(ctx, s.sc.commit, s.withLive(c.Task.Owner, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after)
-	var arr []rueidis.RedisMessage
-	if err == nil {
-		arr, err = res.ToArray()
+	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after, true)
+	arr, err := res.ToArray()
+	if err == nil && waitErr != nil {
+		if code, _ := arr[0].AsInt64(); code >= 0 {
+			// Applied on the primary only: the caller retries the step,
+			// whose next claim finds what did replicate.
+			err = waitErr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("redisstore: commit %s: %w", id, err)
@@ -883,18 +1024,32 @@ func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, erro
 	return cancel == "1" || gen != c.Gen || tasks.Status(status).Terminal(), nil
 }
 
-// Due implements tasks.Store.
+// Due implements tasks.Store. It reads every shard of the due index in
+// one pipelined round trip and returns the earliest entries; a shard that
+// does not answer (its master failing over) is reported in the error
+// alongside the entries of the shards that did.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueTask, error) {
-	res, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.dueKey()).Min("-inf").Max(ms(now)).
-		Byscore().Limit(0, int64(limit)).Withscores().Build()).AsZScores()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: due: %w", err)
+	cmds := make([]rueidis.Completed, len(s.dueKeys))
+	for i, k := range s.dueKeys {
+		cmds[i] = s.c.B().Zrange().Key(k).Min("-inf").Max(ms(now)).Byscore().Limit(0, int64(limit)).Withscores().Build()
 	}
-	due := make([]tasks.DueTask, len(res))
-	for i, z := range res {
-		due[i] = tasks.DueTask{ID: z.Member, At: time.UnixMilli(int64(z.Score)).UTC()}
+	var due []tasks.DueTask
+	var errs []error
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		zs, err := r.AsZScores()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redisstore: due index %s: %w", s.dueKeys[i], err))
+			continue
+		}
+		for _, z := range zs {
+			due = append(due, tasks.DueTask{ID: z.Member, At: time.UnixMilli(int64(z.Score)).UTC()})
+		}
 	}
-	return due, nil
+	if len(s.dueKeys) > 1 {
+		slices.SortStableFunc(due, func(a, b tasks.DueTask) int { return a.At.Compare(b.At) })
+		due = due[:min(len(due), limit)]
+	}
+	return due, errors.Join(errs...)
 }
 
 // Reschedule implements tasks.Store.
@@ -904,7 +1059,7 @@ func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (
 		target = ms(to)
 	}
 	sctx, span := s.span(ctx, "reschedule")
-	n, err := rescheduleScript.lua.Exec(sctx, s.c, []string{s.dueKey()},
+	n, err := rescheduleScript.lua.Exec(sctx, s.c, []string{s.dueKey(id)},
 		[]string{id, ms(from), target, strconv.FormatInt(s.indexTTL.Milliseconds(), 10)}).AsInt64()
 	endSpan(span, err)
 	if err != nil {

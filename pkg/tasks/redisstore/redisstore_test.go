@@ -46,6 +46,13 @@ func TestStoreContract(t *testing.T) {
 				return New(c, &Options{Prefix: uniquePrefix()})
 			})
 		})
+		// And for a due index spread over shards.
+		t.Run(b.name+"+shards", func(t *testing.T) {
+			c := b.client(t)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				return New(c, &Options{Prefix: uniquePrefix(), Shards: 12})
+			})
+		})
 		// The same contract holds for a store that enqueues in its scripts.
 		t.Run(b.name+"+dispatch", func(t *testing.T) {
 			c := b.client(t)
@@ -328,9 +335,9 @@ func TestEveryKeyExpires(t *testing.T) {
 			// are first written by Commit and Update, not by Create.
 			id := create(&tasks.NewTask{})
 			tk, p, j, r := s.keys(id)
-			k.check("create", tk, s.dueKey())
+			k.check("create", tk, s.dueKey(id))
 			c := claim(id, now)
-			k.check("claim", tk, s.dueKey())
+			k.check("claim", tk, s.dueKey(id))
 			msg := "step one"
 			commit(c, &tasks.Change{Now: now, StatusMessage: &msg,
 				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}}})
@@ -354,7 +361,7 @@ func TestEveryKeyExpires(t *testing.T) {
 				Responses: map[string]json.RawMessage{"x": json.RawMessage(`true`)},
 			})
 			tk2, _, j2, r2 := s.keys(id2)
-			k.check("create seeded", tk2, j2, r2, s.dueKey())
+			k.check("create seeded", tk2, j2, r2, s.dueKey(id2))
 
 			// Cancellation paths.
 			id3 := create(&tasks.NewTask{})
@@ -370,7 +377,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			c4 := claim(id4, now)
 			commit(c4, &tasks.Change{Now: now, Park: reqs, ParkAny: true})
 			update(id4, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
-			k.check("park any resumed", s.dueKey())
+			k.check("park any resumed", s.dueKey(id4))
 			if _, _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
@@ -378,7 +385,7 @@ func TestEveryKeyExpires(t *testing.T) {
 			if err := s.Schedule(ctx, id4, now.Add(time.Hour)); err != nil {
 				t.Fatalf("Schedule: %v", err)
 			}
-			k.check("schedule", s.dueKey())
+			k.check("schedule", s.dueKey(id4))
 
 			// Offers: their hash is written by the commit that appends them,
 			// taken from by answers, and dropped when the task ends.
@@ -390,9 +397,9 @@ func TestEveryKeyExpires(t *testing.T) {
 				{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":1}`)},
 				{Name: "more", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":2}`)},
 			}, Release: true, Sleep: true, WakeAt: now.Add(time.Minute), WakeOn: []string{"more", "stop"}})
-			k.check("sleep with offers", tk5, j5, o5, s.dueKey())
+			k.check("sleep with offers", tk5, j5, o5, s.dueKey(id5))
 			update(id5, map[string]json.RawMessage{"stop": json.RawMessage(`true`)})
-			k.check("offer answered", tk5, j5, o5, r5, s.dueKey())
+			k.check("offer answered", tk5, j5, o5, r5, s.dueKey(id5))
 			c5 = claim(id5, now)
 			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{{Name: "more", Kind: tasks.KindWithdraw}}})
 			k.check("offer withdrawn", tk5, j5, r5)

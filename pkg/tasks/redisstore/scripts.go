@@ -15,6 +15,7 @@ import (
 type script struct {
 	lua *rueidis.Lua
 	sha string
+	src string
 }
 
 // dispatchLua is the prelude of the scripts of a Store that enqueues
@@ -86,7 +87,7 @@ func newScript(src string, retryable bool) script {
 	if retryable {
 		l = rueidis.NewLuaScriptRetryable(src)
 	}
-	return script{lua: l, sha: hex.EncodeToString(sum[:])}
+	return script{lua: l, sha: hex.EncodeToString(sum[:]), src: src}
 }
 
 // Every transition of a task is one of these scripts. Update and Cancel
