@@ -1,10 +1,16 @@
-// Package testredis gives tests a real redis-server.
+// Package testredis gives tests a real redis-server, or a real Redis
+// Cluster.
 //
 // [Start] launches redis-server on a free loopback port for the calling test
 // and stops it when the test ends. When REDIS_URL is set it is used instead
-// and nothing is started. When the redis-server binary is missing the test is
-// skipped with a clear message, except under CI (the CI environment variable
-// is set), where a missing Redis is a failure, never a silent skip.
+// and nothing is started. [SharedCluster] is a Redis Cluster of three
+// masters that the tests of one test binary share; [StartCluster] gives a
+// test a cluster of its own to inject faults into (kill a master, stop a
+// replica, wait for the failover). When the redis-server (or, for a
+// cluster, redis-cli) binary is missing the test is skipped with a clear
+// message, except under CI (the CI environment variable is set), where a
+// missing Redis is a failure, never a silent skip. Every server dies with
+// the test binary, even one that ends without running its cleanups.
 package testredis
 
 import (
@@ -29,7 +35,7 @@ func Start(tb testing.TB) string {
 	if u := os.Getenv("REDIS_URL"); u != "" {
 		return u
 	}
-	return startRetrying(tb, lookPath(tb, "redis-server not found on PATH (install it: apt-get install -y redis-server, or set REDIS_URL)")).URL
+	return startRetrying(tb, lookPath(tb, "redis-server", "redis-server not found on PATH (install it: apt-get install -y redis-server, or set REDIS_URL)")).URL
 }
 
 // Server is a redis-server process of a test's own.
@@ -46,14 +52,14 @@ type Server struct {
 // CI.
 func StartServer(tb testing.TB) *Server {
 	tb.Helper()
-	return startRetrying(tb, lookPath(tb, "redis-server not found on PATH (install it: apt-get install -y redis-server)"))
+	return startRetrying(tb, lookPath(tb, "redis-server", "redis-server not found on PATH (install it: apt-get install -y redis-server)"))
 }
 
-// lookPath finds redis-server, or skips the test with msg (fails it under
-// CI: a missing Redis is never a silent skip there).
-func lookPath(tb testing.TB, msg string) string {
+// lookPath finds the program name, or skips the test with msg (fails it
+// under CI: a missing Redis is never a silent skip there).
+func lookPath(tb testing.TB, name, msg string) string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			tb.Fatal(msg)
@@ -98,7 +104,7 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 		return "", nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	if err := startProcess(cmd); err != nil {
 		return "", nil, fmt.Errorf("starting redis-server: %w", err)
 	}
 	ready := make(chan error, 1)
@@ -145,13 +151,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Backends names the Redis servers the store and queue tests run against:
-// a real redis-server (the production target) and the embedded Redis of
-// the local default (package embedredis).
-func Backends() []string { return []string{"redis-server", "embedded"} }
+// Backends names the Redis servers the store, queue and engine tests run
+// against: a real redis-server (the production target), the embedded Redis
+// of the local default (package embedredis), and a Redis Cluster of three
+// masters (the test binary's [SharedCluster]: tests on it keep to keys of
+// their own and scan with [ScanAll]).
+func Backends() []string { return []string{"redis-server", "embedded", "cluster"} }
 
-// Client returns a client of a fresh Redis of the given backend (one of
-// Backends), closed with the server when tb ends.
+// Client returns a client of a Redis of the given backend (one of
+// Backends), closed when tb ends: a fresh server for "redis-server" (unless
+// REDIS_URL names one) and "embedded", a cluster-mode client of the shared
+// cluster for "cluster".
 func Client(tb testing.TB, backend string) rueidis.Client {
 	tb.Helper()
 	var opt rueidis.ClientOption
@@ -168,6 +178,8 @@ func Client(tb testing.TB, backend string) rueidis.Client {
 		}
 		tb.Cleanup(s.Close)
 		opt = rueidis.ClientOption{InitAddress: []string{s.Addr()}, ForceSingleClient: true}
+	case "cluster":
+		return SharedCluster(tb).Client(tb)
 	default:
 		tb.Fatalf("testredis: unknown backend %q", backend)
 	}

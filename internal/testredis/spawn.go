@@ -1,0 +1,41 @@
+package testredis
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+)
+
+// The servers a test binary starts must not outlive it, even when it dies
+// without running its cleanups (a panic, the -timeout alarm, a kill). On
+// Linux every server is started with the parent-death signal SIGKILL. The
+// kernel sends that signal when the thread that forked the child exits, not
+// the process, and the Go runtime may end or reuse any thread; so every
+// start happens on one goroutine locked to its OS thread that never returns
+// (the Go issue 27505 workaround): that thread lives exactly as long as the
+// test binary. This is the package's only state shared between tests, and
+// it holds no test's data.
+var spawner = sync.OnceValue(func() chan<- spawnRequest {
+	ch := make(chan spawnRequest)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the process
+		for r := range ch {
+			r.done <- r.cmd.Start()
+		}
+	}()
+	return ch
+})
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startProcess starts cmd so that it is killed when the test binary exits
+// (on Linux; elsewhere it is stopped by the test's cleanup only).
+func startProcess(cmd *exec.Cmd) error {
+	setParentDeathSignal(cmd)
+	done := make(chan error, 1)
+	spawner() <- spawnRequest{cmd, done}
+	return <-done
+}
