@@ -37,10 +37,10 @@ import (
 // Config is the deployment's configuration. [FromEnv] documents the
 // variable behind each field.
 type Config struct {
-	App            string        // MCPTASKS_APP: which of the binary's apps to serve (default: its first)
-	LogLevel       slog.Level    // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
-	RedisURL       string        // REDIS_URL; empty: embedded in-process Redis
-	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
+	App       string     // MCPTASKS_APP: which of the binary's apps to serve (default: its first)
+	LogLevel  slog.Level // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
+	RedisURL  string     // REDIS_URL; empty: embedded in-process Redis
+	KeyPrefix string     // MCPTASKS_KEY_PREFIX (default "mcptasks:")
 	// RedisShards is MCPTASKS_REDIS_SHARDS: how many shards the queue and
 	// the due index are spread over (0, the default: 1 on a standalone
 	// Redis, DefaultClusterShards on a Redis Cluster).
@@ -51,21 +51,21 @@ type Config struct {
 	// refused after timeout (default 1s). 0, the default, waits for none.
 	RedisWait        int
 	RedisWaitTimeout time.Duration
-	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
-	PollInterval   time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
-	PollMin        time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
-	PollMax        time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
-	MaxDuration    time.Duration // MCPTASKS_MAX_DURATION (default 60s)
-	Steps          int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
-	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
-	AllowedOrigins []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
-	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
-	MaxLiveTasks   int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
-	StoreTimeout   time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
-	ReadTimeout    time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
-	MaxRequests    int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
-	SweepEvery     time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
-	Visibility     time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	TaskTTL          time.Duration // MCPTASKS_TASK_TTL (default 1h)
+	PollInterval     time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
+	PollMin          time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
+	PollMax          time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
+	MaxDuration      time.Duration // MCPTASKS_MAX_DURATION (default 60s)
+	Steps            int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
+	StateSecret      string        // MCPTASKS_STATE_SECRET (default: random per process)
+	AllowedOrigins   []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
+	Workers          int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
+	MaxLiveTasks     int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
+	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
+	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
+	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
+	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
+	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
 	// then runs anonymously (local development only).

@@ -106,7 +106,7 @@ func failover(t *testing.T, wait int) losses {
 	ids := failoverIDs(t, cl, s, victim, true, 6)
 	ctx := t.Context()
 	now := time.Now()
-	handles := map[string]bool{}  // creations that returned a handle
+	handles := map[string]bool{}   // creations that returned a handle
 	completed := map[string]bool{} // commits that reported the task completed
 	journaled := map[string]int{}  // steps whose commit returned nil, by task
 	create := func(id string) {

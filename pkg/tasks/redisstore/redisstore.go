@@ -96,8 +96,9 @@ type Options struct {
 	// update that resumes it) and drops its message when it ends or
 	// parks without a deadline, so a worker step costs one round trip
 	// less and the caller enqueues nothing after those transitions (see
-	// Store.Dispatches). Never set it on a Redis Cluster: the queue's keys
-	// live in another slot than a task's.
+	// Store.Dispatches). On a Redis Cluster it is ignored (a script runs on
+	// one slot, and the queue's keys live in other slots than a task's):
+	// the store does not dispatch, and tasks.Server enqueues.
 	Queue *redisqueue.Queue
 	// MaxListed bounds each principal's list index (tasks.Lister): List
 	// shows at most the newest MaxListed unexpired tasks of a principal.
@@ -182,7 +183,7 @@ func New(c rueidis.Client, opts *Options) *Store {
 			s.waitMs = max(o.WaitTimeout.Milliseconds(), 1)
 		}
 	}
-	if o.Queue != nil {
+	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
 		q, w := o.Queue.Keys()
 		s.queueKeys = func(string) (string, string) { return q, w }
 		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))

@@ -122,4 +122,4 @@ func TestSweepPartialDue(t *testing.T) {
 type countQueue struct{ n int }
 
 func (q *countQueue) Enqueue(context.Context, string, time.Time) error { q.n++; return nil }
-func (q *countQueue) MaxDelay() time.Duration                         { return 0 }
+func (q *countQueue) MaxDelay() time.Duration                          { return 0 }
