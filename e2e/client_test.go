@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,17 +41,18 @@ type clientServer struct {
 }
 
 // startClientServer runs `mcptasks serve --app app` in shape "embedded"
-// (endpoint, workers and sweeper in one process on the embedded Redis) or
+// (endpoint, workers and sweeper in one process on the embedded Redis),
 // "split" (`serve --no-worker` and a `worker` process on a real
-// redis-server).
+// redis-server) or "cluster" (split, on a Redis Cluster).
 func startClientServer(t *testing.T, shape, app string, env ...string) *clientServer {
 	t.Helper()
 	s := &clientServer{app: app, env: append(slices.Clone(clientEnv), env...)}
 	switch shape {
 	case "embedded":
 		s.api = start(t, s.env, "serve", "--app", app)
-	case "split":
-		s.env = append(s.env, "REDIS_URL="+testredis.Start(t))
+	case "split", "cluster":
+		kind := map[string]string{"split": "redis-server", "cluster": "cluster"}[shape]
+		s.env = append(s.env, redisEnv(t, kind)...)
 		s.api = start(t, s.env, "serve", "--no-worker", "--app", app)
 		s.addWorker(t)
 	default:
@@ -169,12 +169,12 @@ func (s *statuses) list() []string {
 }
 
 // TestClientAgainstServer drives pkg/client against the real server
-// process in both shapes, with the example app and the conformance
+// process in every shape, with the example app and the conformance
 // fixtures: sync and task results, tool errors and failed tasks, input
 // rounds, cancellation of a sleeping task and of a running step, and
 // unknown and expired tasks.
 func TestClientAgainstServer(t *testing.T) {
-	for _, shape := range []string{"embedded", "split"} {
+	for _, shape := range []string{"embedded", "split", "cluster"} {
 		t.Run(shape, func(t *testing.T) {
 			t.Parallel()
 			ex := startClientServer(t, shape, "examples")

@@ -78,10 +78,20 @@ func TestKillWorkerMidStep(t *testing.T) {
 	}
 }
 
-// TestTwoWorkersOneTask runs two worker processes against one Redis: every
-// step of a task runs exactly once although both consume the queue.
+// TestTwoWorkersOneTask runs two worker processes against one Redis (a
+// redis-server, a Redis Cluster): every step of a task runs exactly once
+// although both consume the queue.
 func TestTwoWorkersOneTask(t *testing.T) {
-	env := []string{"REDIS_URL=" + testredis.Start(t), "MCPTASKS_WORKERS=3"}
+	for _, kind := range redisKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			testTwoWorkersOneTask(t, kind)
+		})
+	}
+}
+
+func testTwoWorkersOneTask(t *testing.T, kind string) {
+	env := append(redisEnv(t, kind), "MCPTASKS_WORKERS=3")
 	api := start(t, env, "serve", "--no-worker")
 	w1 := start(t, env, "worker")
 	w2 := start(t, env, "worker")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 type task = mcptest.Task
@@ -65,6 +67,27 @@ func (p *proc) Log() string {
 func (p *proc) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// redisKinds are the Redis servers a split deployment (`serve --no-worker`
+// and worker processes) is tested on: one redis-server, and a Redis
+// Cluster of three masters.
+var redisKinds = []string{"redis-server", "cluster"}
+
+// redisEnv returns the environment that points a deployment's processes at
+// a Redis of kind (one of redisKinds): a redis-server of the test's own, or
+// the package's shared cluster (testredis.SharedCluster) under a key
+// prefix of the test's own.
+func redisEnv(t *testing.T, kind string) []string {
+	t.Helper()
+	switch kind {
+	case "redis-server":
+		return []string{"REDIS_URL=" + testredis.Start(t)}
+	case "cluster":
+		return []string{"REDIS_URL=" + testredis.SharedCluster(t).URL, "MCPTASKS_KEY_PREFIX=e2e" + tasks.NewID() + ":"}
+	}
+	t.Fatalf("unknown Redis kind %q", kind)
+	return nil
 }
 
 func freeAddr(t *testing.T) string {

@@ -49,21 +49,31 @@ func (c *clock) opts(o *tasks.Options)   { o.Now = c.Now }
 
 // harness is a tasks server on a real Redis, served over httptest.
 type harness struct {
-	srv   *tasks.Server
-	store *redisstore.Store
-	q     *redisqueue.Queue
-	rc    *rtcount.Client
-	c     *mcptest.Client // through the lean tasks/* path
-	sdk   *mcptest.Client // through the go-sdk only
-	clock *clock
+	// prefix is the harness's own key prefix (redisstore.Options.Prefix).
+	prefix string
+	srv    *tasks.Server
+	store  *redisstore.Store
+	q      *redisqueue.Queue
+	rc     *rtcount.Client
+	c      *mcptest.Client // through the lean tasks/* path
+	sdk    *mcptest.Client // through the go-sdk only
+	clock  *clock
 }
 
 func newHarness(t testing.TB, backend string, opts tasks.Options, register func(*tasks.Server)) *harness {
 	t.Helper()
 	rc := rtcount.Wrap(newRedis(t, backend))
 	h := &harness{rc: rc, clock: &clock{}}
-	h.q = redisqueue.New(rc, &redisqueue.Options{Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
-	so := &redisstore.Options{EnqueueGrace: time.Second, TracerProvider: opts.TracerProvider}
+	// A prefix of the harness's own keeps it apart from the other tests on
+	// the shared cluster (testredis.SharedCluster). A benchmark keeps the
+	// default, so that the bytes it reports per task are a deployment's.
+	prefix := "e" + tasks.NewID() + ":"
+	if _, bench := t.(*testing.B); bench {
+		prefix = "mcptasks:"
+	}
+	h.prefix = prefix
+	h.q = redisqueue.New(rc, &redisqueue.Options{Key: prefix + "{queue}", Poll: 5 * time.Millisecond, Visibility: 5 * time.Second})
+	so := &redisstore.Options{Prefix: prefix, EnqueueGrace: time.Second, TracerProvider: opts.TracerProvider}
 	if strings.HasSuffix(backend, dispatching) {
 		so.Queue = h.q
 	}

@@ -77,9 +77,10 @@ func TestForeignIDsAreUnknown(t *testing.T) {
 		logs := &logRecorder{}
 		h := newHarness(t, backend, tasks.Options{Logger: logs.logger()}, registerNoop(1))
 		// A created task waits in the queue (no worker runs): the queue's
-		// sorted set "mcptasks:{queue}" exists.
+		// sorted set "<prefix>{queue}" exists.
 		waiting := h.create(t, "noop", nil)
-		if n, err := h.rc.Do(t.Context(), h.rc.B().Zcard().Key("mcptasks:{queue}").Build()).AsInt64(); err != nil || n != 1 {
+		qkey, _ := h.q.Keys()
+		if n, err := h.rc.Do(t.Context(), h.rc.B().Zcard().Key(qkey).Build()).AsInt64(); err != nil || n != 1 {
 			t.Fatalf("the queue key does not hold the waiting task: %d, %v", n, err)
 		}
 		ids := []string{"queue", "{queue}", "due", waiting + "x", waiting[1:], strings.Repeat("A", 21) + "B", strings.Repeat("A", 21) + "!"}
@@ -111,7 +112,7 @@ func TestForeignIDsAreUnknown(t *testing.T) {
 			t.Errorf("logged %s %q %v", r.Level, r.Msg, r.Attrs)
 		}
 		// The queue was not touched: the waiting task is still delivered.
-		if n, err := h.rc.Do(t.Context(), h.rc.B().Zcard().Key("mcptasks:{queue}").Build()).AsInt64(); err != nil || n != 1 {
+		if n, err := h.rc.Do(t.Context(), h.rc.B().Zcard().Key(qkey).Build()).AsInt64(); err != nil || n != 1 {
 			t.Errorf("queue after the probes: %d entries, %v; want the waiting task", n, err)
 		}
 		h.work(t, 1)

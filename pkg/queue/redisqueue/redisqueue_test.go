@@ -28,21 +28,27 @@ const visibility = 300 * time.Millisecond
 // lost message reaches it.
 const patience = 15 * time.Second
 
-// backends are the Redis servers every test runs against: a real
-// redis-server (the production target) and the embedded miniredis (the
-// local default).
-var backends = []struct {
+// backend is a Redis every test runs against (testredis.Backends): a real
+// redis-server (the production target), the embedded miniredis (the local
+// default) and a Redis Cluster.
+type backend struct {
 	name   string
 	client func(t *testing.T) rueidis.Client
-}{
-	{"redis-server", func(t *testing.T) rueidis.Client { return testredis.Client(t, "redis-server") }},
-	{"embedded", func(t *testing.T) rueidis.Client { return testredis.Client(t, "embedded") }},
 }
 
+var backends = func() []backend {
+	var bs []backend
+	for _, name := range testredis.Backends() {
+		bs = append(bs, backend{name, func(t *testing.T) rueidis.Client { return testredis.Client(t, name) }})
+	}
+	return bs
+}()
+
 // uniqueKey is a queue key private to t, also across runs on a shared
-// REDIS_URL.
+// REDIS_URL or the shared cluster; its hash tag keeps the queue's keys in
+// one slot.
 func uniqueKey(t *testing.T) string {
-	return "queuetest:" + t.Name() + ":" + rand.Text()[:8]
+	return "queuetest:" + t.Name() + ":{" + rand.Text()[:8] + "}"
 }
 
 func logger(t *testing.T) *slog.Logger {
@@ -336,11 +342,10 @@ func testBookkeeping(t *testing.T, c rueidis.Client) {
 	if s2, _ := c.Do(t.Context(), c.B().Zscore().Key(key).Member("b").Build()).AsFloat64(); int64(s2) != later.UnixMilli() {
 		t.Errorf("a later enqueue moved b to %v, want it kept at %v", time.UnixMilli(int64(s2)), later)
 	}
-	keys, err := c.Do(t.Context(), c.B().Keys().Pattern(key+"*").Build()).AsStrSlice()
+	keys, err := testredis.ScanAll(t.Context(), c, key+"*")
 	if err != nil {
-		t.Fatalf("KEYS: %v", err)
+		t.Fatal(err)
 	}
-	slices.Sort(keys)
 	if want := []string{key, key + ":wake"}; !slices.Equal(keys, want) {
 		t.Errorf("queue keys = %v, want %v", keys, want)
 	}
