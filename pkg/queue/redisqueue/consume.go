@@ -69,6 +69,11 @@ type shardState struct {
 	// gen counts the wakes (publications, the group's own enqueues): a
 	// receive's reply that crossed one does not hide what it announced.
 	gen uint64
+	// inflight counts the receives under way on the shard. While one is,
+	// another consumer receives there too only if the shard is busy: its
+	// last receive took a message and saw another due behind it.
+	inflight int
+	busy     bool
 }
 
 func newGroup(q *Queue) *group {
@@ -88,6 +93,12 @@ func (g *group) nextLocked(s *shardState) int64 {
 	return min(s.due, s.looked+poll.Milliseconds())
 }
 
+// pickableLocked reports whether a consumer should receive from shard s
+// at now.
+func (g *group) pickableLocked(s *shardState, now int64) bool {
+	return g.nextLocked(s) <= now && (s.inflight == 0 || s.busy)
+}
+
 func (g *group) kickOne() {
 	select {
 	case g.kick <- struct{}{}:
@@ -104,35 +115,41 @@ func (g *group) reschedule() {
 
 // pick returns a shard that must be looked at now, taking the shards in
 // turn, and its wake count; ok is false when none must. If another shard
-// must be looked at too, it wakes another consumer for it.
+// must be looked at too, it wakes another consumer for it. The caller
+// reports the receive's outcome with learn or failed.
 func (g *group) pick(now int64) (k int, gen uint64, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(g.shards)
 	for i := range n {
 		k = (g.cursor + i) % n
-		if g.nextLocked(&g.shards[k]) > now {
+		s := &g.shards[k]
+		if !g.pickableLocked(s, now) {
 			continue
 		}
 		g.cursor = (k + 1) % n
-		for j := 1; j < n; j++ {
-			if g.nextLocked(&g.shards[(k+j)%n]) <= now {
+		s.inflight++
+		for j := range n {
+			if g.pickableLocked(&g.shards[(k+j)%n], now) {
 				g.kickOne()
 				break
 			}
 		}
-		return k, g.shards[k].gen, true
+		return k, s.gen, true
 	}
 	return 0, 0, false
 }
 
 // learn records a receive's reply: shard k, looked at at lookedAt with
-// wake count gen, next holds a message due at next (never: none).
-func (g *group) learn(k int, gen uint64, lookedAt, next int64) {
+// wake count gen, next holds a message due at next (never: none); took
+// says whether the receive took a message.
+func (g *group) learn(k int, gen uint64, lookedAt, next int64, took bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := &g.shards[k]
+	s.inflight--
 	s.looked = max(s.looked, lookedAt)
+	s.busy = took && next <= lookedAt
 	if s.gen == gen {
 		s.due = next
 	} else {
@@ -140,6 +157,20 @@ func (g *group) learn(k int, gen uint64, lookedAt, next int64) {
 		// announced may postdate the reply.
 		s.due = min(s.due, next)
 	}
+	g.changedLocked(s)
+}
+
+// failed records a receive on shard k that failed: the shard is looked at
+// again after errorBackoff.
+func (g *group) failed(k int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.shards[k]
+	s.inflight--
+	s.busy = false
+	retry := nowMs() + errorBackoff.Milliseconds()
+	s.due = retry
+	s.looked = max(s.looked, retry-g.q.o.Poll.Milliseconds())
 	g.changedLocked(s)
 }
 
@@ -164,7 +195,7 @@ func (g *group) setSubscribed(up bool) {
 // changedLocked wakes a consumer if shard s must be looked at now, and
 // else has the scheduler look at its timer.
 func (g *group) changedLocked(s *shardState) {
-	if g.nextLocked(s) <= nowMs() {
+	if g.pickableLocked(s, nowMs()) {
 		g.kickOne()
 		return
 	}
@@ -287,6 +318,7 @@ func (g *group) consume(ctx context.Context, h Handler) {
 		}
 		d, ok, next, err := q.receiveShard(ctx, k, now)
 		if err != nil {
+			g.failed(k)
 			if !errors.Is(err, context.Canceled) {
 				q.o.Logger.Warn("queue receive failed", "err", err)
 			}
@@ -296,7 +328,7 @@ func (g *group) consume(ctx context.Context, h Handler) {
 			}
 			continue
 		}
-		g.learn(k, gen, now, next)
+		g.learn(k, gen, now, next, ok)
 		if !ok {
 			continue
 		}
