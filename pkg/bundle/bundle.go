@@ -15,6 +15,7 @@ package bundle
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,10 +38,10 @@ import (
 // Config is the deployment's configuration. [FromEnv] documents the
 // variable behind each field.
 type Config struct {
-	App            string        // MCPTASKS_APP: which of the binary's apps to serve (default: its first)
-	LogLevel       slog.Level    // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
-	RedisURL       string        // REDIS_URL; empty: embedded in-process Redis
-	KeyPrefix      string        // MCPTASKS_KEY_PREFIX (default "mcptasks:")
+	App       string     // MCPTASKS_APP: which of the binary's apps to serve (default: its first)
+	LogLevel  slog.Level // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
+	RedisURL  string     // REDIS_URL; empty: embedded in-process Redis
+	KeyPrefix string     // MCPTASKS_KEY_PREFIX (default "mcptasks:")
 	// RedisShards is MCPTASKS_REDIS_SHARDS: how many shards the queue and
 	// the due index are spread over (0, the default: 1 on a standalone
 	// Redis, DefaultClusterShards on a Redis Cluster).
@@ -51,21 +52,21 @@ type Config struct {
 	// refused after timeout (default 1s). 0, the default, waits for none.
 	RedisWait        int
 	RedisWaitTimeout time.Duration
-	TaskTTL        time.Duration // MCPTASKS_TASK_TTL (default 1h)
-	PollInterval   time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
-	PollMin        time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
-	PollMax        time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
-	MaxDuration    time.Duration // MCPTASKS_MAX_DURATION (default 60s)
-	Steps          int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
-	StateSecret    string        // MCPTASKS_STATE_SECRET (default: random per process)
-	AllowedOrigins []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
-	Workers        int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
-	MaxLiveTasks   int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
-	StoreTimeout   time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
-	ReadTimeout    time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
-	MaxRequests    int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
-	SweepEvery     time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
-	Visibility     time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	TaskTTL          time.Duration // MCPTASKS_TASK_TTL (default 1h)
+	PollInterval     time.Duration // MCPTASKS_POLL_INTERVAL (default 1s)
+	PollMin          time.Duration // MCPTASKS_POLL_MIN (default 500ms, or PollInterval if smaller)
+	PollMax          time.Duration // MCPTASKS_POLL_MAX (default 60s, or PollInterval if larger)
+	MaxDuration      time.Duration // MCPTASKS_MAX_DURATION (default 60s)
+	Steps            int           // MCPTASKS_STEPS_PER_INVOCATION (default 1)
+	StateSecret      string        // MCPTASKS_STATE_SECRET (default: random per process)
+	AllowedOrigins   []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
+	Workers          int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
+	MaxLiveTasks     int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
+	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
+	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
+	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
+	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
+	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
 	// then runs anonymously (local development only).
@@ -87,6 +88,15 @@ type Config struct {
 // shards fall on the slot ranges `redis-cli --cluster create` gives 2, 3,
 // 4, 6 or 12 masters, so each task's shard sits on the task's own master.
 const DefaultClusterShards = 12
+
+// DefaultSweepEvery is MCPTASKS_SWEEP_INTERVAL's default. The deployment
+// sweeps about once per interval whatever its number of worker processes
+// (see [Bundle.RunSweeper]); an idle one thus costs about (processes +
+// shards) commands per interval for sweeping. Sweeping is the safety net
+// behind the queue, so the interval adds at most itself to the repair of a
+// worker's crash (after the task's lease, MCPTASKS_MAX_DURATION) or of a
+// lost enqueue (after half of it).
+const DefaultSweepEvery = 30 * time.Second
 
 // maxShards bounds MCPTASKS_REDIS_SHARDS: every sweep reads each shard.
 const maxShards = 256
@@ -221,7 +231,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_POLL_MIN", &c.PollMin, min(500*time.Millisecond, c.PollInterval))
 	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
-	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, 5*time.Second)
+	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, DefaultSweepEvery)
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
@@ -305,7 +315,9 @@ type Bundle struct {
 	// push queue (SQS, QStash), whose platform invokes the worker.
 	consumer *redisqueue.Queue
 	client   rueidis.Client
-	log      *slog.Logger
+	// prefix is the key prefix (Config.KeyPrefix or its default).
+	prefix string
+	log    *slog.Logger
 	// telemetry is the app's, when it has some (App.Telemetry).
 	telemetry *tasks.Telemetry
 	// stop ends what the bundle started in the background (the JWKS
@@ -507,6 +519,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
+	b.prefix = prefix
 	tel := &tasks.Telemetry{}
 	if app.Telemetry != nil {
 		if tel, err = app.Telemetry(ctx); err != nil {
@@ -523,9 +536,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		return nil, err
 	}
 	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider}
-	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
+	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone && b.consumer.Shards() == 1 {
 		// The queue is in the same Redis: each transition enqueues in its
-		// own script (a worker step saves a round trip).
+		// own script (a worker step saves a round trip). (A sharded queue
+		// needs the store to enqueue in each task's shard, see
+		// redisqueue.Queue.KeysFor.)
 		sopts.Queue = b.consumer
 	}
 	store := redisstore.New(client, sopts)
@@ -592,7 +607,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.Queue, error) {
 	cfg := b.Config
 	if cfg.Queue == QueueRedis {
-		b.consumer = redisqueue.New(b.client, &redisqueue.Options{Key: prefix + "{queue}", Visibility: cfg.Visibility, Logger: b.log})
+		b.consumer = redisqueue.New(b.client, &redisqueue.Options{
+			Prefix:     prefix,
+			Shards:     b.redisShards(),
+			Visibility: cfg.Visibility,
+			Logger:     b.log,
+		})
 		return b.consumer, nil
 	}
 	f := o.queues[cfg.Queue]
@@ -604,6 +624,19 @@ func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.
 		return nil, fmt.Errorf("%s queue: %w", cfg.Queue, err)
 	}
 	return q, nil
+}
+
+// redisShards is the number of shards of the Redis queue and the due
+// index: Config.RedisShards, or when it is 0, 1 on a standalone Redis and
+// DefaultClusterShards on a Redis Cluster.
+func (b *Bundle) redisShards() int {
+	switch {
+	case b.Config.RedisShards > 0:
+		return b.Config.RedisShards
+	case b.client.Mode() == rueidis.ClientModeCluster:
+		return DefaultClusterShards
+	}
+	return 1
 }
 
 // Log returns the bundle's logger.
@@ -652,15 +685,28 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 	})
 }
 
-// RunSweeper sweeps every interval until ctx ends.
+// RunSweeper sweeps every interval until ctx ends, taking turns with the
+// sweepers of the deployment's other processes: at each tick a process
+// sweeps only if it takes the deployment's sweep lock (SET NX with an
+// expiry just under the interval), so the deployment sweeps about once
+// per interval however many worker processes it runs, at the cost of one
+// command per process and tick. The sweeper is the safety net behind the
+// queue (a worker that died, an enqueue that was lost): timers and
+// deadlines reach the Redis queue as delayed messages, so the interval
+// only bounds how late such a failure is repaired, after the lease or the
+// enqueue grace has run out.
 func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	lock := b.sweepLock(every)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if !lock(ctx) {
+				continue
+			}
 			res, err := b.Tasks.Sweep(ctx, 0)
 			if err != nil && ctx.Err() == nil {
 				b.log.Warn("sweep failed", "err", err)
@@ -668,6 +714,31 @@ func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 				b.log.Info("sweeper re-enqueued tasks", "count", res.Enqueued)
 			}
 		}
+	}
+}
+
+// sweepLock returns the function that takes the deployment's sweep turn
+// for one tick of a sweeper ticking every interval: it reports whether
+// this process sweeps now. A Redis error lets it sweep (a sweep is safe to
+// run concurrently; the lock only saves work).
+func (b *Bundle) sweepLock(every time.Duration) func(ctx context.Context) bool {
+	key := b.prefix + "{sweep}"
+	token := rand.Text()[:12]
+	// Just under the interval, so that the holder's next tick finds it
+	// free despite timer jitter.
+	hold := max(every-every/10, time.Millisecond)
+	return func(ctx context.Context) bool {
+		err := b.client.Do(ctx, b.client.B().Set().Key(key).Value(token).Nx().Px(hold).Build()).Error()
+		switch {
+		case err == nil:
+			return true
+		case rueidis.IsRedisNil(err):
+			return false // another process sweeps this turn
+		}
+		if ctx.Err() == nil {
+			b.log.Warn("taking the sweep lock failed; sweeping anyway", "err", err)
+		}
+		return ctx.Err() == nil
 	}
 }
 

@@ -263,6 +263,9 @@ func (g *group) subscribe(ctx context.Context) {
 				g.setSubscribed(true)
 			}
 		})
+		// A connection of its own: a subscribed connection takes no other
+		// command on some servers (the embedded Redis), and ending the
+		// subscription gives the connection back clean.
 		dc, release := g.q.c.Dedicate()
 		err := dc.Receive(hctx, dc.B().Subscribe().Channel(g.q.wakes...).Build(), func(m rueidis.PubSubMessage) {
 			k, ok := byChannel[m.Channel]

@@ -138,10 +138,13 @@ func New(c rueidis.Client, opts *Options) *Queue {
 }
 
 // DefaultPoll is Options.Poll's default: idle consumers cost a process
-// about one Redis command per shard every 30 seconds (metered Redis
-// services bill every command), without delaying a message (see
-// Options.Poll).
-const DefaultPoll = 30 * time.Second
+// about one Redis command per shard a minute (metered Redis services bill
+// every command), without delaying a message that was announced (see
+// Options.Poll). A missed announcement, the only thing the poll guards
+// against, is rare: a lost subscription is renewed, and each renewal looks
+// at every shard; and a deployment's sweeper enqueues again, announcing
+// it, any task whose message went unhandled.
+const DefaultPoll = time.Minute
 
 // errorBackoff bounds the wait after a failed command, so that a consumer
 // notices a Redis that came back within a second.
