@@ -15,6 +15,7 @@ package bundle
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,6 +88,15 @@ type Config struct {
 // shards fall on the slot ranges `redis-cli --cluster create` gives 2, 3,
 // 4, 6 or 12 masters, so each task's shard sits on the task's own master.
 const DefaultClusterShards = 12
+
+// DefaultSweepEvery is MCPTASKS_SWEEP_INTERVAL's default. The deployment
+// sweeps about once per interval whatever its number of worker processes
+// (see [Bundle.RunSweeper]); an idle one thus costs about (processes +
+// shards) commands per interval for sweeping. Sweeping is the safety net
+// behind the queue, so the interval adds at most itself to the repair of a
+// worker's crash (after the task's lease, MCPTASKS_MAX_DURATION) or of a
+// lost enqueue (after half of it).
+const DefaultSweepEvery = 30 * time.Second
 
 // maxShards bounds MCPTASKS_REDIS_SHARDS: every sweep reads each shard.
 const maxShards = 256
@@ -221,7 +231,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_POLL_MIN", &c.PollMin, min(500*time.Millisecond, c.PollInterval))
 	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
-	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, 5*time.Second)
+	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, DefaultSweepEvery)
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
@@ -305,7 +315,9 @@ type Bundle struct {
 	// push queue (SQS, QStash), whose platform invokes the worker.
 	consumer *redisqueue.Queue
 	client   rueidis.Client
-	log      *slog.Logger
+	// prefix is the key prefix (Config.KeyPrefix or its default).
+	prefix string
+	log    *slog.Logger
 	// telemetry is the app's, when it has some (App.Telemetry).
 	telemetry *tasks.Telemetry
 	// stop ends what the bundle started in the background (the JWKS
@@ -511,6 +523,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
+	b.prefix = prefix
 	tel := &tasks.Telemetry{}
 	if app.Telemetry != nil {
 		if tel, err = app.Telemetry(ctx); err != nil {
@@ -530,7 +543,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout}
 	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
 		// The queue is in the same Redis: each transition enqueues in its
-		// own script (a worker step saves a round trip).
+		// own script, into the task's shard (a worker step saves a round
+		// trip).
 		sopts.Queue = b.consumer
 	}
 	store := redisstore.New(client, sopts)
@@ -593,24 +607,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	return b, nil
 }
 
-// redisShards is how many shards the queue and the due index are spread
-// over: MCPTASKS_REDIS_SHARDS, else 1 on a standalone Redis and
-// DefaultClusterShards on a Redis Cluster.
-func (b *Bundle) redisShards() int {
-	switch {
-	case b.Config.RedisShards > 0:
-		return b.Config.RedisShards
-	case b.client.Mode() == rueidis.ClientModeCluster:
-		return DefaultClusterShards
-	}
-	return 1
-}
-
 // newQueue builds the queue adapter Config.Queue selects.
 func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.Queue, error) {
 	cfg := b.Config
 	if cfg.Queue == QueueRedis {
-		b.consumer = redisqueue.New(b.client, &redisqueue.Options{Key: prefix + "{queue}", Visibility: cfg.Visibility, Logger: b.log})
+		b.consumer = redisqueue.New(b.client, &redisqueue.Options{
+			Prefix:     prefix,
+			Shards:     b.redisShards(),
+			Visibility: cfg.Visibility,
+			Logger:     b.log,
+		})
 		return b.consumer, nil
 	}
 	f := o.queues[cfg.Queue]
@@ -622,6 +628,19 @@ func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.
 		return nil, fmt.Errorf("%s queue: %w", cfg.Queue, err)
 	}
 	return q, nil
+}
+
+// redisShards is the number of shards of the Redis queue and the due
+// index: Config.RedisShards, or when it is 0, 1 on a standalone Redis and
+// DefaultClusterShards on a Redis Cluster.
+func (b *Bundle) redisShards() int {
+	switch {
+	case b.Config.RedisShards > 0:
+		return b.Config.RedisShards
+	case b.client.Mode() == rueidis.ClientModeCluster:
+		return DefaultClusterShards
+	}
+	return 1
 }
 
 // Log returns the bundle's logger.
@@ -670,15 +689,28 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 	})
 }
 
-// RunSweeper sweeps every interval until ctx ends.
+// RunSweeper sweeps every interval until ctx ends, taking turns with the
+// sweepers of the deployment's other processes: at each tick a process
+// sweeps only if it takes the deployment's sweep lock (SET NX with an
+// expiry just under the interval), so the deployment sweeps about once
+// per interval however many worker processes it runs, at the cost of one
+// command per process and tick. The sweeper is the safety net behind the
+// queue (a worker that died, an enqueue that was lost): timers and
+// deadlines reach the Redis queue as delayed messages, so the interval
+// only bounds how late such a failure is repaired, after the lease or the
+// enqueue grace has run out.
 func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	lock := b.sweepLock(every)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if !lock(ctx) {
+				continue
+			}
 			res, err := b.Tasks.Sweep(ctx, 0)
 			if err != nil && ctx.Err() == nil {
 				b.log.Warn("sweep failed", "err", err)
@@ -686,6 +718,31 @@ func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 				b.log.Info("sweeper re-enqueued tasks", "count", res.Enqueued)
 			}
 		}
+	}
+}
+
+// sweepLock returns the function that takes the deployment's sweep turn
+// for one tick of a sweeper ticking every interval: it reports whether
+// this process sweeps now. A Redis error lets it sweep (a sweep is safe to
+// run concurrently; the lock only saves work).
+func (b *Bundle) sweepLock(every time.Duration) func(ctx context.Context) bool {
+	key := b.prefix + "{sweep}"
+	token := rand.Text()[:12]
+	// Just under the interval, so that the holder's next tick finds it
+	// free despite timer jitter.
+	hold := max(every-every/10, time.Millisecond)
+	return func(ctx context.Context) bool {
+		err := b.client.Do(ctx, b.client.B().Set().Key(key).Value(token).Nx().Px(hold).Build()).Error()
+		switch {
+		case err == nil:
+			return true
+		case rueidis.IsRedisNil(err):
+			return false // another process sweeps this turn
+		}
+		if ctx.Err() == nil {
+			b.log.Warn("taking the sweep lock failed; sweeping anyway", "err", err)
+		}
+		return ctx.Err() == nil
 	}
 }
 

@@ -8,65 +8,83 @@ package redisqueue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/mcptasks/mcptasks/internal/slots"
 )
 
 // Options configures a Redis queue. The zero value is a sane default.
 type Options struct {
-	// Key is the sorted set holding the queue (default "mcptasks:{queue}").
-	// A list Key+":wake" wakes idle consumers; give Key a hash tag ({...})
-	// so that both land in one Redis Cluster slot.
+	// Prefix names the queue's keys when Key is empty (default
+	// "mcptasks:"): with one shard the queue is the sorted set
+	// Prefix+"{queue}", with Shards n > 1 shard k is Prefix+"queue{"+tag+"}"
+	// where tag is slots.Tags(n)[k], a hash tag whose Redis Cluster slot
+	// lies in the range of the tasks of that shard (see [slots.ShardOf]). It
+	// must not contain '{' or '}'.
+	Prefix string
+	// Key, with one shard, is the queue's sorted set itself, instead of
+	// Prefix+"{queue}". It cannot be combined with Shards > 1.
 	Key string
+	// Shards is how many sorted sets the queue is spread over (default 1).
+	// A task's message lives in shard slots.ShardOf(taskID, Shards). On a
+	// Redis Cluster, shards put the queue's load on every master instead of
+	// one; one shard keeps the single key of earlier versions, so a
+	// deployment keeps its waiting messages. Every process of a deployment
+	// must use the same count: a consumer reads only its own shards.
+	Shards int
 	// Visibility is how long a received message stays hidden before it is
 	// delivered again if not acknowledged: a crashed consumer's messages
 	// come back after it. Set it above the worker's maximum duration
 	// (default 2m).
 	Visibility time.Duration
-	// Poll is the longest an idle consumer waits before looking again
-	// (default DefaultPoll). It is only a safety net: an idle consumer
-	// blocks on a short list Key+":wake" that every enqueue pushes a token
-	// on, so a new message is taken at once, and it looks again when the
-	// earliest waiting message falls due (a delayed message, or one whose
-	// consumer died). An idle consumer thus costs two commands per Poll.
+	// Poll is the longest the consumers of a process go without looking at
+	// a shard (default DefaultPoll). It is only a safety net: every
+	// enqueue publishes its due time on the shard's wake channel (the
+	// shard's key + ":wake"), which the consumers of each process receive
+	// on one subscription; and each receive tells the consumers when the
+	// shard's earliest message falls due (a delayed message, or one whose
+	// consumer died), so they look again then. Idle consumers thus cost a
+	// process about Shards commands per Poll, whatever their number.
 	Poll time.Duration
-	// KeyTTL is the expiry refreshed on the queue key at every enqueue
+	// KeyTTL is the expiry refreshed on a shard's key at every enqueue
 	// (default 8 days).
 	KeyTTL time.Duration
 	// Logger for consumer errors; nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Queue is a delayed, at-least-once queue in one Redis sorted set: the
-// member is the task id (the dedup key), the score the time it is due, in
-// Unix milliseconds. A receive moves the member's score forward by the
-// visibility timeout (a crashed consumer's message comes back after it)
-// and returns that score as the receipt; receipts, and only they, end in
-// ".5", so a score says whether its message is being handled. An enqueue
-// that arrives while the message is being handled is never lost: it
-// replaces the receipt with its own time, so Ack, seeing another score,
-// keeps the message. Otherwise an enqueue only ever makes a waiting
-// message due earlier.
+// Queue is a delayed, at-least-once queue in Redis sorted sets (one per
+// shard, see Options.Shards): the member is the task id (the dedup key),
+// the score the time it is due, in Unix milliseconds. A receive moves the
+// member's score forward by the visibility timeout (a crashed consumer's
+// message comes back after it) and returns that score as the receipt;
+// receipts, and only they, end in ".5", so a score says whether its
+// message is being handled. An enqueue that arrives while the message is
+// being handled is never lost: it replaces the receipt with its own time,
+// so Ack, seeing another score, keeps the message. Otherwise an enqueue
+// only ever makes a waiting message due earlier.
 //
 // A store on the same Redis may enqueue in its own scripts, in the same
 // atomic write as the transition that makes a task runnable (see
-// [LuaEnqueue] and redisstore.Options.Queue); the handler then reports the
-// delivery settled and Consume sends no acknowledgement.
+// [LuaEnqueue], [Queue.KeysFor] and redisstore.Options.Queue); the handler
+// then reports the delivery settled and Consume sends no acknowledgement.
 type Queue struct {
-	c    rueidis.Client
-	o    Options
-	enq  *rueidis.Lua
-	recv *rueidis.Lua
-	ack  *rueidis.Lua
-	// misuse is why this queue cannot run on its client, if it cannot (an
-	// enqueue then answers it instead of sending a command).
+	c rueidis.Client
+	o Options
+	// keys and wakes are each shard's sorted set and wake channel.
+	keys, wakes []string
+	// cursor is where Receive starts looking among the shards.
+	cursor atomic.Uint32
+	// misuse is why this queue cannot run, if it cannot (an enqueue or a
+	// receive then answers it instead of sending a command).
 	misuse error
 }
 
@@ -76,9 +94,10 @@ func New(c rueidis.Client, opts *Options) *Queue {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Key == "" {
-		o.Key = "mcptasks:{queue}"
+	if o.Prefix == "" {
+		o.Prefix = "mcptasks:"
 	}
+	o.Shards = min(max(o.Shards, 1), slots.Count)
 	if o.Visibility <= 0 {
 		o.Visibility = 2 * time.Minute
 	}
@@ -91,73 +110,63 @@ func New(c rueidis.Client, opts *Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	q := &Queue{c: c, o: o, enq: enqueueScript, recv: receiveScript, ack: ackScript}
-	if c.Mode() == rueidis.ClientModeCluster && !hashTagged(o.Key) {
-		q.misuse = fmt.Errorf("queue: key %q has no hash tag ({...}): on a Redis Cluster the queue and its wake list %q would live in different slots", o.Key, q.wakeKey())
+	q := &Queue{c: c, o: o}
+	switch {
+	case o.Shards == 1:
+		if o.Key == "" {
+			o.Key = o.Prefix + "{queue}"
+			q.o.Key = o.Key
+		}
+		q.keys = []string{o.Key}
+	case o.Key != "":
+		q.misuse = fmt.Errorf("queue: Key %q names a single queue: with %d shards the keys derive from Prefix", o.Key, o.Shards)
+	case strings.ContainsAny(o.Prefix, "{}"):
+		q.misuse = fmt.Errorf("queue: prefix %q must not contain '{' or '}': each shard's keys carry a hash tag of their own", o.Prefix)
+	default:
+		for _, tag := range slots.Tags(o.Shards) {
+			q.keys = append(q.keys, o.Prefix+"queue{"+tag+"}")
+		}
+	}
+	for _, k := range q.keys {
+		q.wakes = append(q.wakes, k+":wake")
+	}
+	if q.misuse != nil {
+		// Keep KeysFor and Keys answering something harmless.
+		q.keys, q.wakes = []string{o.Prefix + "{queue}"}, []string{o.Prefix + "{queue}:wake"}
 	}
 	return q
 }
 
-// hashTagged reports whether key holds a Redis Cluster hash tag: a '{'
-// followed, after at least one character, by a '}'.
-func hashTagged(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
-	}
-	closing := strings.IndexByte(key[open+1:], '}')
-	return closing > 0
-}
+// DefaultPoll is Options.Poll's default: idle consumers cost a process
+// about one Redis command per shard a minute (metered Redis services bill
+// every command), without delaying a message that was announced (see
+// Options.Poll). A missed announcement, the only thing the poll guards
+// against, is rare: a lost subscription is renewed, and each renewal looks
+// at every shard; and a deployment's sweeper enqueues again, announcing
+// it, any task whose message went unhandled.
+const DefaultPoll = time.Minute
 
-// DefaultPoll is Options.Poll's default: idle consumers cost about two
-// Redis commands every 30 seconds each (metered Redis services bill every
-// command), without delaying a message (see Options.Poll).
-const DefaultPoll = 30 * time.Second
-
-// errorBackoff bounds the wait after a failed blocking wait, so that a
-// consumer notices a Redis that came back within a second.
+// errorBackoff bounds the wait after a failed command, so that a consumer
+// notices a Redis that came back within a second.
 const errorBackoff = time.Second
-
-func (q *Queue) wakeKey() string { return q.o.Key + ":wake" }
-
-// idle waits up to d for an enqueue (a token on the wake list), or until
-// ctx ends. It reports false when ctx ended.
-func (q *Queue) idle(ctx context.Context, d time.Duration) bool {
-	// BLPOP blocks on a dedicated connection; its timeout has a resolution
-	// of a millisecond.
-	secs := max(d, time.Millisecond).Seconds()
-	err := q.c.Do(ctx, q.c.B().Blpop().Key(q.wakeKey()).Timeout(secs).Build()).Error()
-	if err == nil || rueidis.IsRedisNil(err) {
-		return ctx.Err() == nil
-	}
-	if ctx.Err() != nil {
-		return false
-	}
-	// Redis unreachable: back off on a timer rather than spin.
-	t := time.NewTimer(min(d, errorBackoff))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 func (q *Queue) ttl() string { return strconv.FormatInt(q.o.KeyTTL.Milliseconds(), 10) }
 
-// enqueueScript: KEYS q meta wake; ARGV id at ttlMs. Besides the message,
-// it pushes a token on the wake list (bounded) for an idle consumer.
 // LuaEnqueue defines the Lua function enqueue(q, w, id, at, ttl, quiet)
 // that every enqueue of a Queue runs, for stores that enqueue inside their
-// own scripts: q and w are the queue's Key and Key+":wake" (see
-// [Queue.Keys]), at the due time in Unix milliseconds, ttl the key expiry
-// in milliseconds ([Queue.KeyTTL]). Unless quiet is true it pushes a token
-// that wakes an idle consumer; quiet suits an enqueue by the consumer that
-// handles the message (a worker's commit), which receives again right
-// after. Such a script must declare q and w among its KEYS, so it runs only
-// where they share a node with its other keys (a standalone Redis, not a
-// Cluster).
+// own scripts: q is the sorted set of the task's shard and w its wake
+// channel (see [Queue.KeysFor]), at the due time in Unix milliseconds, ttl
+// the key expiry in milliseconds ([Queue.KeyTTL]). Unless quiet is true it
+// publishes at on w, which wakes the idle consumers of every process at
+// once (or makes them look when at comes); quiet suits an enqueue by the
+// consumer that handles the message (a worker's commit), which receives
+// again right after. w is a pub/sub channel, not a key: a script may take
+// it from ARGV (declaring it among KEYS, as earlier versions did with a
+// wake list, is harmless on a standalone server). A script must declare q
+// among its KEYS, so it runs only where q shares a node with its other keys
+// (a standalone Redis, or, with shards, a Redis Cluster whose masters own
+// whole shards: q then shares the master, but not the slot, of the task's
+// keys, which a script still cannot combine).
 const LuaEnqueue = `
 local function enqueue(q, w, id, at, ttl, quiet)
   if redis.call('ZADD', q, 'LT', at, id) == 1 then
@@ -168,15 +177,13 @@ local function enqueue(q, w, id, at, ttl, quiet)
     local cur = redis.call('ZSCORE', q, id)
     if tonumber(cur) % 1 ~= 0 then redis.call('ZADD', q, at, id) end
   end
-  if quiet then return end
-  local n = redis.call('LPUSH', w, '1')
-  if n == 1 then redis.call('PEXPIRE', w, ttl) elseif n > 64 then redis.call('LTRIM', w, 0, 63) end
+  if not quiet then redis.call('PUBLISH', w, at) end
 end
 `
 
-// enqueueScript: KEYS q w; ARGV id at ttl.
+// enqueueScript: KEYS q; ARGV id at ttl wake.
 var enqueueScript = rueidis.NewLuaScript(LuaEnqueue + `
-enqueue(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], false)
+enqueue(KEYS[1], ARGV[4], ARGV[1], ARGV[2], ARGV[3], false)
 return 1
 `)
 
@@ -202,9 +209,24 @@ if ARGV[3] then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) else redis.call('Z
 return 1
 `)
 
-// Keys returns the queue's sorted set and its wake list, for a store that
-// enqueues in its own scripts (see [LuaEnqueue]).
-func (q *Queue) Keys() (queue, wake string) { return q.o.Key, q.wakeKey() }
+// Keys returns the sorted set and the wake channel of the queue's first
+// shard: with one shard (the default), the queue's. A store that enqueues
+// in its own scripts (see [LuaEnqueue]) into a sharded queue uses
+// [Queue.KeysFor].
+func (q *Queue) Keys() (queue, wake string) { return q.keys[0], q.wakes[0] }
+
+// KeysFor returns the sorted set and the wake channel of the shard that
+// holds taskID's message, for a store that enqueues in its own scripts
+// (see [LuaEnqueue]).
+func (q *Queue) KeysFor(taskID string) (queue, wake string) {
+	k := q.shardOf(taskID)
+	return q.keys[k], q.wakes[k]
+}
+
+// Shards is the number of shards the queue is spread over.
+func (q *Queue) Shards() int { return len(q.keys) }
+
+func (q *Queue) shardOf(taskID string) int { return slots.ShardOf(taskID, len(q.keys)) }
 
 // KeyTTL is the expiry an enqueue refreshes on the queue's keys.
 func (q *Queue) KeyTTL() time.Duration { return q.o.KeyTTL }
@@ -218,7 +240,8 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	if notBefore.IsZero() {
 		at = time.Now().UnixMilli()
 	}
-	err := q.enq.Exec(ctx, q.c, []string{q.o.Key, q.wakeKey()}, []string{taskID, strconv.FormatInt(at, 10), q.ttl()}).Error()
+	key, wake := q.KeysFor(taskID)
+	err := enqueueScript.Exec(ctx, q.c, []string{key}, []string{taskID, strconv.FormatInt(at, 10), q.ttl(), wake}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
 	}
@@ -232,42 +255,65 @@ func (q *Queue) MaxDelay() time.Duration { return 0 }
 type Delivery struct {
 	TaskID  string
 	receipt string
-	// next is when the next message was due when this one was received
-	// (zero: there was none).
-	next time.Time
+	shard   int
 }
 
-// Receive returns the next due message, or ok=false and how long until the
-// next one is due (capped at the poll interval) when none is.
-func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
-	now := time.Now()
+// never is the due time of a shard known to hold no message.
+const never = math.MaxInt64
+
+// receiveShard takes the earliest due message of shard k, if any, at now
+// (Unix ms). next is when the shard's next message (the earliest one when
+// none was taken) is due, or never.
+func (q *Queue) receiveShard(ctx context.Context, k int, now int64) (d Delivery, ok bool, next int64, err error) {
 	// The receipt: the time the message shows again, marked ".5".
-	receipt := strconv.FormatInt(now.Add(q.o.Visibility).UnixMilli(), 10) + ".5"
-	arr, err := q.recv.Exec(ctx, q.c, []string{q.o.Key},
-		[]string{strconv.FormatInt(now.UnixMilli(), 10), receipt}).ToArray()
+	receipt := strconv.FormatInt(now+q.o.Visibility.Milliseconds(), 10) + ".5"
+	arr, err := receiveScript.Exec(ctx, q.c, []string{q.keys[k]},
+		[]string{strconv.FormatInt(now, 10), receipt}).ToArray()
 	if err != nil {
-		return d, false, q.o.Poll, fmt.Errorf("queue: receive: %w", err)
+		return d, false, never, fmt.Errorf("queue: receive: %w", err)
 	}
+	next, i := never, 1
 	id, err := arr[0].ToString()
-	if err != nil {
-		wait = q.o.Poll
-		if next, err := arr[1].AsFloat64(); err == nil {
-			wait = min(wait, max(time.Until(time.UnixMilli(int64(next))), time.Millisecond))
-		}
-		return d, false, wait, nil
+	if err == nil {
+		d, ok, i = Delivery{TaskID: id, receipt: receipt, shard: k}, true, 2
 	}
-	d = Delivery{TaskID: id, receipt: receipt}
-	if len(arr) > 2 {
-		if next, err := arr[2].AsFloat64(); err == nil {
-			d.next = time.UnixMilli(int64(next))
+	if len(arr) > i {
+		if f, err := arr[i].AsFloat64(); err == nil {
+			next = int64(f)
 		}
 	}
-	return d, true, 0, nil
+	return d, ok, next, nil
+}
+
+// Receive returns the next due message of any shard, or ok=false and how
+// long until the next one is due (capped at the poll interval) when none
+// is. With several shards, successive calls start at successive shards,
+// and a call may send one command per shard.
+func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Duration, err error) {
+	if q.misuse != nil {
+		return d, false, q.o.Poll, q.misuse
+	}
+	n := len(q.keys)
+	start := int(q.cursor.Add(1) % uint32(n))
+	earliest := int64(never)
+	for i := range n {
+		now := time.Now().UnixMilli()
+		d, ok, next, err := q.receiveShard(ctx, (start+i)%n, now)
+		if err != nil || ok {
+			return d, ok, 0, err
+		}
+		earliest = min(earliest, next)
+	}
+	wait = q.o.Poll
+	if earliest != never {
+		wait = min(wait, max(time.Until(time.UnixMilli(earliest)), time.Millisecond))
+	}
+	return d, false, wait, nil
 }
 
 // Ack removes a handled message (unless it was enqueued again meanwhile).
 func (q *Queue) Ack(ctx context.Context, d Delivery) error {
-	if err := q.ack.Exec(ctx, q.c, []string{q.o.Key}, []string{d.TaskID, d.receipt}).Error(); err != nil {
+	if err := ackScript.Exec(ctx, q.c, []string{q.keys[d.shard]}, []string{d.TaskID, d.receipt}).Error(); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", d.TaskID, err)
 	}
 	return nil
@@ -276,7 +322,7 @@ func (q *Queue) Ack(ctx context.Context, d Delivery) error {
 // Retry makes a message due again at at (or earlier, if it was enqueued
 // again meanwhile).
 func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
-	err := q.ack.Exec(ctx, q.c, []string{q.o.Key},
+	err := ackScript.Exec(ctx, q.c, []string{q.keys[d.shard]},
 		[]string{d.TaskID, d.receipt, strconv.FormatInt(at.UnixMilli(), 10)}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: retry %s: %w", d.TaskID, err)
@@ -319,60 +365,3 @@ func SettleOf(settled, ended bool) Settle {
 // Handler processes one task id. A nil error settles the message as the
 // Settle says; an error makes it due again after a short backoff.
 type Handler func(ctx context.Context, taskID string) (Settle, error)
-
-// Consume runs n consumers until ctx ends, handing each due message to h.
-func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
-	var wg sync.WaitGroup
-	for range max(n, 1) {
-		wg.Go(func() { q.consume(ctx, h) })
-	}
-	wg.Wait()
-}
-
-func (q *Queue) consume(ctx context.Context, h Handler) {
-	for ctx.Err() == nil {
-		d, ok, wait, err := q.Receive(ctx)
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				q.o.Logger.Warn("queue receive failed", "err", err)
-			}
-		}
-		if !ok {
-			if !q.idle(ctx, wait) {
-				return
-			}
-			continue
-		}
-		// Handling is not tied to ctx: a shutdown lets the current message
-		// finish (the worker's own budget bounds it).
-		hctx := context.WithoutCancel(ctx)
-		settle, err := h(hctx, d.TaskID)
-		if err != nil {
-			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
-			if err := q.Retry(hctx, d, time.Now().Add(time.Second)); err != nil {
-				q.o.Logger.Warn("queue retry failed", "err", err)
-			}
-			continue
-		}
-		switch settle {
-		case Requeued:
-			continue
-		case Removed:
-			// Nothing else was due: skip the receive that would find
-			// nothing (an enqueue since pushed a wake token).
-			if now := time.Now(); d.next.IsZero() || d.next.After(now) {
-				wait := q.o.Poll
-				if !d.next.IsZero() {
-					wait = min(wait, d.next.Sub(now))
-				}
-				if !q.idle(ctx, wait) {
-					return
-				}
-			}
-			continue
-		}
-		if err := q.Ack(hctx, d); err != nil {
-			q.o.Logger.Warn("queue ack failed; message will be redelivered", "err", err)
-		}
-	}
-}

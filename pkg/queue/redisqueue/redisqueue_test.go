@@ -51,28 +51,40 @@ func uniqueKey(t *testing.T) string {
 	return "queuetest:" + t.Name() + ":{" + rand.Text()[:8] + "}"
 }
 
+// uniquePrefix is a key prefix private to t (without braces: the shards
+// add their own hash tags).
+func uniquePrefix(t *testing.T) string {
+	return "queuetest:" + strings.NewReplacer("{", "", "}", "").Replace(t.Name()) + ":" + rand.Text()[:8] + ":"
+}
+
 func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), nil))
 }
 
-// TestRedisContract runs the shared queue contract on both backends.
+// TestRedisContract runs the shared queue contract on both backends, with
+// one shard (a single key) and with several.
 func TestRedisContract(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := b.client(t)
-			queuetest.Run(t, func(t *testing.T) queuetest.Harness {
-				return harness{
-					q: redisqueue.New(c, &redisqueue.Options{
-						Key:        uniqueKey(t),
+		for _, shards := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/shards=%d", b.name, shards), func(t *testing.T) {
+				t.Parallel()
+				c := b.client(t)
+				queuetest.Run(t, func(t *testing.T) queuetest.Harness {
+					o := &redisqueue.Options{
+						Shards:     shards,
 						Visibility: visibility,
 						Poll:       20 * time.Millisecond,
 						Logger:     logger(t),
-					}),
-					vis: visibility,
-				}
+					}
+					if shards == 1 {
+						o.Key = uniqueKey(t)
+					} else {
+						o.Prefix = uniquePrefix(t)
+					}
+					return harness{q: redisqueue.New(c, o), vis: visibility}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -310,7 +322,7 @@ func testKeyExpires(t *testing.T, c rueidis.Client) {
 	}
 }
 
-// The queue keeps nothing beside its set and the wake list: a receipt is
+// The queue keeps nothing beside its set (the wake channel is pub/sub): a receipt is
 // the message's score. An enqueue that arrives while a message is handled
 // replaces the receipt with its own time, later or earlier, and Ack then
 // keeps the message, due at that time.
@@ -346,7 +358,7 @@ func testBookkeeping(t *testing.T, c rueidis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{key, key + ":wake"}; !slices.Equal(keys, want) {
+	if want := []string{key}; !slices.Equal(keys, want) {
 		t.Errorf("queue keys = %v, want %v", keys, want)
 	}
 }
@@ -563,7 +575,7 @@ func testConsumeFinishesCurrent(t *testing.T, c rueidis.Client) {
 
 // A handler that reports its message removed sends no acknowledgement; the
 // consumer still delivers a message that was due alongside it, and one
-// enqueued later (whose wake token ends its idling), although its poll
+// enqueued later (whose publication on the wake channel ends its idling), although its poll
 // interval is an hour.
 func testConsumeRemoved(t *testing.T, c rueidis.Client) {
 	key := uniqueKey(t)
@@ -613,29 +625,5 @@ func TestSettleOf(t *testing.T) {
 		if got := redisqueue.SettleOf(c.settled, c.ended); got != c.want {
 			t.Errorf("SettleOf(%v, %v) = %v, want %v", c.settled, c.ended, got, c.want)
 		}
-	}
-}
-
-// clusterMode is a client that says it talks to a Redis Cluster.
-type clusterMode struct{ rueidis.Client }
-
-func (clusterMode) Mode() rueidis.ClientMode { return rueidis.ClientModeCluster }
-
-// On a Redis Cluster, a queue key without a hash tag (its wake list would
-// hash elsewhere) makes Enqueue answer an error instead of panicking in
-// the client; a tagged key works as on one server.
-func TestClusterKeyWithoutHashTag(t *testing.T) {
-	for _, b := range testredis.Backends() {
-		t.Run(b, func(t *testing.T) {
-			c := clusterMode{testredis.Client(t, b)}
-			untagged := redisqueue.New(c, &redisqueue.Options{Key: "q" + tasks.NewID()})
-			if err := untagged.Enqueue(t.Context(), "x", time.Time{}); err == nil || !strings.Contains(err.Error(), "hash tag") {
-				t.Errorf("Enqueue on an untagged key over a cluster client: %v, want the hash-tag error", err)
-			}
-			tagged := redisqueue.New(c, &redisqueue.Options{Key: "q{" + tasks.NewID() + "}"})
-			if err := tagged.Enqueue(t.Context(), "x", time.Time{}); err != nil {
-				t.Errorf("Enqueue on a tagged key: %v", err)
-			}
-		})
 	}
 }

@@ -184,8 +184,7 @@ func New(c rueidis.Client, opts *Options) *Store {
 		}
 	}
 	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
-		q, w := o.Queue.Keys()
-		s.queueKeys = func(string) (string, string) { return q, w }
+		s.queueKeys = o.Queue.KeysFor
 		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
 	} else {
 		s.sc = newScripts(noDispatchLua)

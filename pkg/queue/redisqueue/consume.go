@@ -1,0 +1,364 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Consume runs n consumers until ctx ends, handing each due message to h.
+//
+// The consumers of one Consume call share what they know of each shard:
+// when its earliest message falls due (learnt from every receive's reply
+// and from the due times enqueues publish on the wake channels) and when
+// they last looked at it. A consumer receives only from a shard believed
+// to hold a due message, taking the shards in turn so that a busy shard
+// starves no other; with nothing due it waits on the process, not on
+// Redis. One subscription per Consume call (a connection of its own)
+// hears the wake channels of every shard; a timer wakes a consumer when a
+// known delayed message falls due, and each shard is looked at at least
+// once per Options.Poll in case a wake was missed (every second while the
+// subscription is down). Idle, a process thus sends about Options.Shards
+// commands per Poll, and an enqueue reaches an idle consumer as fast as
+// Redis delivers the publication.
+func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
+	if q.misuse != nil {
+		q.o.Logger.Error("queue cannot be consumed", "err", q.misuse)
+		return
+	}
+	g := newGroup(q)
+	var wg sync.WaitGroup
+	wg.Go(func() { g.subscribe(ctx) })
+	wg.Go(func() { g.schedule(ctx) })
+	for range max(n, 1) {
+		wg.Go(func() { g.consume(ctx, h) })
+	}
+	wg.Wait()
+}
+
+// group is the consumers of one Consume call and what they share.
+type group struct {
+	q *Queue
+	// kick wakes one idle consumer (capacity 1: a kick sent while none
+	// waits is taken by the next one to wait, so none is lost).
+	kick chan struct{}
+	// resched makes the scheduler recompute its timer.
+	resched chan struct{}
+
+	mu sync.Mutex
+	// cursor is the shard where the next pick starts looking.
+	cursor int
+	shards []shardState
+	// subscribed is whether the wake subscription is up; while it is not,
+	// shards are looked at every errorBackoff instead of every Poll.
+	subscribed bool
+}
+
+// shardState is what a group knows of one shard. Times are Unix ms.
+type shardState struct {
+	// due is the earliest time a message may be due there, as far as the
+	// group knows (never: none is known).
+	due int64
+	// looked is when a receive last looked at the shard.
+	looked int64
+	// gen counts the wakes (publications, the group's own enqueues): a
+	// receive's reply that crossed one does not hide what it announced.
+	gen uint64
+	// inflight counts the receives under way on the shard. While one is,
+	// another consumer receives there too only if the shard is busy: its
+	// last receive took a message and saw another due behind it.
+	inflight int
+	busy     bool
+}
+
+func newGroup(q *Queue) *group {
+	// Every shard starts due: the group knows nothing yet.
+	return &group{q: q, kick: make(chan struct{}, 1), resched: make(chan struct{}, 1), shards: make([]shardState, len(q.keys))}
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// nextLocked is when shard s must be looked at: when a message is due
+// there, or when it was last looked at a poll interval ago.
+func (g *group) nextLocked(s *shardState) int64 {
+	poll := g.q.o.Poll
+	if !g.subscribed {
+		poll = min(poll, errorBackoff)
+	}
+	return min(s.due, s.looked+poll.Milliseconds())
+}
+
+// pickableLocked reports whether a consumer should receive from shard s
+// at now.
+func (g *group) pickableLocked(s *shardState, now int64) bool {
+	return g.nextLocked(s) <= now && (s.inflight == 0 || s.busy)
+}
+
+func (g *group) kickOne() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (g *group) reschedule() {
+	select {
+	case g.resched <- struct{}{}:
+	default:
+	}
+}
+
+// pick returns a shard that must be looked at now, taking the shards in
+// turn, and its wake count; ok is false when none must. If another shard
+// must be looked at too, it wakes another consumer for it. The caller
+// reports the receive's outcome with learn or failed.
+func (g *group) pick(now int64) (k int, gen uint64, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.shards)
+	for i := range n {
+		k = (g.cursor + i) % n
+		s := &g.shards[k]
+		if !g.pickableLocked(s, now) {
+			continue
+		}
+		g.cursor = (k + 1) % n
+		s.inflight++
+		for j := range n {
+			if g.pickableLocked(&g.shards[(k+j)%n], now) {
+				g.kickOne()
+				break
+			}
+		}
+		return k, s.gen, true
+	}
+	return 0, 0, false
+}
+
+// learn records a receive's reply: shard k, looked at at lookedAt with
+// wake count gen, next holds a message due at next (never: none); took
+// says whether the receive took a message.
+func (g *group) learn(k int, gen uint64, lookedAt, next int64, took bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.shards[k]
+	s.inflight--
+	s.looked = max(s.looked, lookedAt)
+	s.busy = took && next <= lookedAt
+	if s.gen == gen {
+		s.due = next
+	} else {
+		// A wake arrived while the receive was under way: what it
+		// announced may postdate the reply.
+		s.due = min(s.due, next)
+	}
+	g.changedLocked(s)
+}
+
+// failed records a receive on shard k that failed: the shard is looked at
+// again after errorBackoff.
+func (g *group) failed(k int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.shards[k]
+	s.inflight--
+	s.busy = false
+	retry := nowMs() + errorBackoff.Milliseconds()
+	s.due = retry
+	s.looked = max(s.looked, retry-g.q.o.Poll.Milliseconds())
+	g.changedLocked(s)
+}
+
+// markAt records that shard k holds a message due at at.
+func (g *group) markAt(k int, at int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.shards[k]
+	s.gen++
+	s.due = min(s.due, at)
+	g.changedLocked(s)
+}
+
+// setSubscribed records whether the wake subscription is up.
+func (g *group) setSubscribed(up bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.subscribed = up
+	g.reschedule()
+}
+
+// changedLocked wakes a consumer if shard s must be looked at now, and
+// else has the scheduler look at its timer.
+func (g *group) changedLocked(s *shardState) {
+	if g.pickableLocked(s, nowMs()) {
+		g.kickOne()
+		return
+	}
+	g.reschedule()
+}
+
+// earliest is the earliest time after now that a shard must be looked at
+// (never: none).
+func (g *group) earliest(now int64) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := int64(never)
+	for i := range g.shards {
+		if t := g.nextLocked(&g.shards[i]); t > now {
+			e = min(e, t)
+		}
+	}
+	return e
+}
+
+// schedule wakes a consumer whenever a shard's time to be looked at comes.
+// A shard whose time has come already was handed to a consumer when it
+// came (see changedLocked and pick).
+func (g *group) schedule(ctx context.Context) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		now := nowMs()
+		d := g.q.o.Poll
+		if e := g.earliest(now); e != never {
+			// A millisecond more: the shard is then due by the clock
+			// pick reads.
+			d = time.Duration(e-now+1) * time.Millisecond
+		}
+		t.Reset(d)
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.resched:
+		case <-t.C:
+			g.kickOne()
+		}
+	}
+}
+
+// subscribe keeps a subscription to every shard's wake channel until ctx
+// ends. Each confirmed subscription marks its shard to be looked at: a
+// publication missed while the subscription was down is not missed
+// again.
+func (g *group) subscribe(ctx context.Context) {
+	byChannel := make(map[string]int, len(g.q.wakes))
+	for k, w := range g.q.wakes {
+		byChannel[w] = k
+	}
+	backoff := errorBackoff
+	for {
+		var confirmed atomic.Int64
+		hctx := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+			k, ok := byChannel[s.Channel]
+			if s.Kind != "subscribe" || !ok {
+				return
+			}
+			g.markAt(k, nowMs())
+			if confirmed.Add(1) == int64(len(byChannel)) {
+				g.setSubscribed(true)
+			}
+		})
+		// A connection of its own: a subscribed connection takes no other
+		// command on some servers (the embedded Redis), and ending the
+		// subscription gives the connection back clean.
+		dc, release := g.q.c.Dedicate()
+		err := dc.Receive(hctx, dc.B().Subscribe().Channel(g.q.wakes...).Build(), func(m rueidis.PubSubMessage) {
+			k, ok := byChannel[m.Channel]
+			if !ok {
+				return
+			}
+			at, err := strconv.ParseFloat(m.Message, 64)
+			if err != nil {
+				at = float64(nowMs())
+			}
+			g.markAt(k, int64(at))
+		})
+		release()
+		g.setSubscribed(false)
+		if ctx.Err() != nil {
+			return
+		}
+		if confirmed.Load() == int64(len(byChannel)) {
+			backoff = errorBackoff // it worked for a while: retry soon
+		}
+		g.q.o.Logger.Warn("queue wake subscription failed; consumers look every second until it is back", "err", err, "retry_in", backoff)
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, g.q.o.Poll)
+	}
+}
+
+// sleep waits d or until ctx ends; it reports false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (g *group) consume(ctx context.Context, h Handler) {
+	q := g.q
+	for ctx.Err() == nil {
+		now := nowMs()
+		k, gen, ok := g.pick(now)
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-g.kick:
+			}
+			continue
+		}
+		d, ok, next, err := q.receiveShard(ctx, k, now)
+		if err != nil {
+			g.failed(k)
+			if !errors.Is(err, context.Canceled) {
+				q.o.Logger.Warn("queue receive failed", "err", err)
+			}
+			// Redis unreachable: back off on a timer rather than spin.
+			if !sleep(ctx, errorBackoff) {
+				return
+			}
+			continue
+		}
+		g.learn(k, gen, now, next, ok)
+		if !ok {
+			continue
+		}
+		// Handling is not tied to ctx: a shutdown lets the current message
+		// finish (the worker's own budget bounds it).
+		hctx := context.WithoutCancel(ctx)
+		settle, err := h(hctx, d.TaskID)
+		if err != nil {
+			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
+			at := time.Now().Add(time.Second)
+			if err := q.Retry(hctx, d, at); err != nil {
+				q.o.Logger.Warn("queue retry failed", "err", err)
+			}
+			g.markAt(k, at.UnixMilli())
+			continue
+		}
+		switch settle {
+		case Requeued:
+			// The handler's write made the message due again, quietly
+			// (no wake): look at its shard to learn when.
+			g.markAt(k, nowMs())
+			continue
+		case Removed:
+			continue
+		}
+		if err := q.Ack(hctx, d); err != nil {
+			q.o.Logger.Warn("queue ack failed; message will be redelivered", "err", err)
+		}
+	}
+}

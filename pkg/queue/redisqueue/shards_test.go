@@ -1,0 +1,418 @@
+package redisqueue_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/mcptasks/mcptasks/internal/slots"
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+)
+
+// idsIn returns n task ids whose message lives in shard k of shards.
+func idsIn(k, shards, n int) []string {
+	var ids []string
+	for len(ids) < n {
+		if id := tasks.NewID(); slots.ShardOf(id, shards) == k {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestShards covers the sharded queue: where messages live, fair
+// consumption, and wakes that reach idle consumers from any shard.
+func TestShards(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, c rueidis.Client)
+	}{
+		{"KeysSitBesideTheirTasks", testShardKeys},
+		{"OneShardKeepsTheSingleKey", testOneShardKey},
+		{"Misuse", testShardMisuse},
+		{"BusyShardStarvesNoOther", testFairness},
+		{"IdleConsumersWakeForEveryShard", testWakeEveryShard},
+		{"DelayedMessageWakesIdleConsumer", testDelayedWake},
+		{"UnannouncedMessageFoundByPoll", testPollSafetyNet},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c := b.client(t)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, c)
+				})
+			}
+		})
+	}
+}
+
+// Shard k's key carries a hash tag in shard k's slot range, and a task's
+// message lands in the shard of its id (KeysFor), so that on a Redis
+// Cluster it shares a master with the task's own keys.
+func testShardKeys(t *testing.T, c rueidis.Client) {
+	const shards = 12
+	prefix := uniquePrefix(t)
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
+	if q.Shards() != shards {
+		t.Fatalf("Shards() = %d, want %d", q.Shards(), shards)
+	}
+	for k := range shards {
+		id := idsIn(k, shards, 1)[0]
+		key, wake := q.KeysFor(id)
+		if want := prefix + "queue{" + slots.Tags(shards)[k] + "}"; key != want || wake != want+":wake" {
+			t.Errorf("KeysFor(shard %d) = %q, %q; want %q and its :wake", k, key, wake, want)
+		}
+		if lo, hi := k*slots.Count/shards, (k+1)*slots.Count/shards; slots.Slot(key) < lo || slots.Slot(key) >= hi {
+			t.Errorf("shard %d key %q in slot %d, want in [%d, %d)", k, key, slots.Slot(key), lo, hi)
+		}
+		mustEnqueue(t, q, id, time.Time{})
+		if err := c.Do(t.Context(), c.B().Zscore().Key(key).Member(id).Build()).Error(); err != nil {
+			t.Errorf("message of %s not in its shard %d (%s): %v", id, k, key, err)
+		}
+	}
+}
+
+// With one shard the queue keeps the single key Prefix+"{queue}" of
+// earlier versions (existing deployments keep their messages), and Keys
+// answers it for every task.
+func testOneShardKey(t *testing.T, c rueidis.Client) {
+	prefix := uniquePrefix(t)
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix})
+	id := tasks.NewID()
+	if k, w := q.KeysFor(id); k != prefix+"{queue}" || w != prefix+"{queue}:wake" {
+		t.Errorf("KeysFor = %q, %q; want %q and its :wake", k, w, prefix+"{queue}")
+	}
+	if k, w := q.Keys(); k != prefix+"{queue}" || w != prefix+"{queue}:wake" {
+		t.Errorf("Keys = %q, %q", k, w)
+	}
+	mustEnqueue(t, q, id, time.Time{})
+	if n := zcard(t, c, prefix+"{queue}"); n != 1 {
+		t.Errorf("ZCARD %s = %d, want 1", prefix+"{queue}", n)
+	}
+}
+
+// A Key with several shards, or a prefix with a brace, is refused with an
+// error, never a panic, and nothing is written.
+func testShardMisuse(t *testing.T, c rueidis.Client) {
+	for _, o := range []redisqueue.Options{
+		{Key: uniqueKey(t), Shards: 3},
+		{Prefix: "app{x}:" + uniquePrefix(t), Shards: 3},
+	} {
+		q := redisqueue.New(c, &o)
+		if err := q.Enqueue(t.Context(), "x", time.Time{}); err == nil {
+			t.Errorf("Enqueue with %+v: no error", o)
+		}
+		if _, _, _, err := q.Receive(t.Context()); err == nil {
+			t.Errorf("Receive with %+v: no error", o)
+		}
+	}
+}
+
+// One consumer, 100 messages due in one shard and one in another: the
+// lone message is delivered among the first few, not after the busy
+// shard is drained.
+func testFairness(t *testing.T, c rueidis.Client) {
+	const shards = 4
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: uniquePrefix(t), Shards: shards, Visibility: time.Minute, Logger: logger(t)})
+	for _, id := range idsIn(0, shards, 100) {
+		mustEnqueue(t, q, id, time.Time{})
+	}
+	lone := idsIn(2, shards, 1)[0]
+	mustEnqueue(t, q, lone, time.Time{})
+	var mu sync.Mutex
+	calls := 0
+	at := 0
+	done := make(chan struct{})
+	cancel, wait := runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if id == lone {
+			at = calls
+			close(done)
+		}
+		return redisqueue.Ack, nil
+	})
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("the lone message was never delivered")
+	}
+	cancel()
+	wait()
+	if at > shards+1 {
+		t.Errorf("the lone message was delivery %d, want among the first %d (each shard in turn)", at, shards+1)
+	}
+}
+
+// Consumers idle with an hour's poll interval take a message enqueued in
+// any shard, by another process, at once: the enqueue's publication wakes
+// them.
+func testWakeEveryShard(t *testing.T, c rueidis.Client) {
+	const shards = 5
+	prefix := uniquePrefix(t)
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
+	other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
+	seen := make(chan string, 16)
+	runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		seen <- id
+		return redisqueue.Ack, nil
+	})
+	// A first message shows the consumers running; the shards are empty
+	// after it, so the consumers idle until woken.
+	first := idsIn(0, shards, 1)[0]
+	mustEnqueue(t, other, first, time.Time{})
+	expect(t, seen, first)
+	for k := range shards {
+		time.Sleep(50 * time.Millisecond) // let the consumers go idle
+		id := idsIn(k, shards, 1)[0]
+		mustEnqueue(t, other, id, time.Time{})
+		expect(t, seen, id)
+	}
+}
+
+func expect(t *testing.T, seen <-chan string, want string) {
+	t.Helper()
+	select {
+	case id := <-seen:
+		if id != want {
+			t.Fatalf("delivered %q, want %q", id, want)
+		}
+	case <-time.After(patience):
+		t.Fatalf("%q was not delivered to idle consumers", want)
+	}
+}
+
+// A delayed message enqueued by another process while the consumers idle
+// (poll interval an hour) is delivered when due, not before: the
+// publication carries its due time.
+func testDelayedWake(t *testing.T, c rueidis.Client) {
+	const shards = 3
+	prefix := uniquePrefix(t)
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
+	other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
+	seen := make(chan string, 4)
+	runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		seen <- id
+		return redisqueue.Ack, nil
+	})
+	first := idsIn(1, shards, 1)[0]
+	mustEnqueue(t, other, first, time.Time{})
+	expect(t, seen, first)
+	id := idsIn(2, shards, 1)[0]
+	at := time.Now().Add(300 * time.Millisecond)
+	mustEnqueue(t, other, id, at)
+	expect(t, seen, id)
+	if now := time.Now(); now.UnixMilli() < at.UnixMilli() {
+		t.Errorf("delivered %v before it was due", at.Sub(now))
+	}
+}
+
+// A message written without a publication (a lost wake) is still found
+// within the poll interval.
+func testPollSafetyNet(t *testing.T, c rueidis.Client) {
+	const shards = 3
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: uniquePrefix(t), Shards: shards, Poll: 200 * time.Millisecond, Visibility: time.Minute, Logger: logger(t)})
+	seen := make(chan string, 4)
+	runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		seen <- id
+		return redisqueue.Ack, nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	id := idsIn(1, shards, 1)[0]
+	key, _ := q.KeysFor(id)
+	if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(time.Now().UnixMilli()), id).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, seen, id)
+}
+
+// When the wake subscription's connection is killed, the consumers
+// subscribe again and look at every shard: a message that arrived
+// unannounced meanwhile is delivered although the poll interval is an
+// hour. (redis-server only: the embedded Redis has no CLIENT KILL.)
+func TestResubscribe(t *testing.T) {
+	c := testredis.Client(t, "redis-server")
+	const shards = 3
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: uniquePrefix(t), Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
+	seen := make(chan string, 4)
+	runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		seen <- id
+		return redisqueue.Ack, nil
+	})
+	first := idsIn(0, shards, 1)[0]
+	mustEnqueue(t, q, first, time.Time{})
+	expect(t, seen, first)
+
+	// Subscribed and settled: a message written unannounced now is not
+	// seen (the poll interval is an hour)...
+	subscriber := subscriberID(t, c, shards)
+	time.Sleep(200 * time.Millisecond)
+	id := idsIn(2, shards, 1)[0]
+	key, _ := q.KeysFor(id)
+	if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(time.Now().UnixMilli()), id).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-seen:
+		t.Fatalf("%q delivered before the subscription was lost: the test proves nothing", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// ...until the subscription's connection dies.
+	if err := c.Do(t.Context(), c.B().Arbitrary("CLIENT", "KILL", "ID", subscriber).Build()).Error(); err != nil {
+		t.Fatalf("CLIENT KILL ID %s: %v", subscriber, err)
+	}
+	expect(t, seen, id)
+}
+
+// subscriberID waits for the connection subscribed to n channels and
+// returns its id. (RESP3 counts a subscribed connection as a normal
+// client: it is found by its subscriptions.)
+func subscriberID(t *testing.T, c rueidis.Client, n int) string {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		list, err := c.Do(t.Context(), c.B().ClientList().Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimPrefix(list, "txt:"), "\n") {
+			var id string
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "id="); ok {
+					id = v
+				}
+				if f == "sub="+strconv.Itoa(n) {
+					return id
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no connection subscribed to %d channels", n)
+	return ""
+}
+
+// commandCounts reads INFO commandstats: calls per command.
+func commandCounts(t testing.TB, c rueidis.Client) map[string]int64 {
+	t.Helper()
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	m := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		calls, _ := strconv.ParseInt(n, 10, 64)
+		m[strings.TrimPrefix(name, "cmdstat_")] = calls
+	}
+	return m
+}
+
+// Two idle processes of four consumers each, over a window shorter than
+// the poll interval, send Redis no command at all once they have looked
+// at their shards: idle consumers wait on their process's subscription.
+// (The bundle's test measures whole idle processes, sweeper included.)
+func TestIdleConsumersSendNothing(t *testing.T) {
+	const shards = 4
+	url := testredis.Start(t)
+	newClient := func() rueidis.Client {
+		opt, err := rueidis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.DisableCache = true
+		opt.Dialer.KeepAlive = time.Minute // no background PINGs in the window
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	admin := newClient()
+	prefix := uniquePrefix(t)
+	seen := make(chan string, 4)
+	var qs []*redisqueue.Queue
+	for range 2 {
+		q := redisqueue.New(newClient(), &redisqueue.Options{Prefix: prefix, Shards: shards, Logger: logger(t)})
+		qs = append(qs, q)
+		runConsume(t, q, 4, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+			seen <- id
+			return redisqueue.Ack, nil
+		})
+	}
+	// A message taken shows both processes subscribed and settled.
+	id := idsIn(3, shards, 1)[0]
+	time.Sleep(300 * time.Millisecond)
+	mustEnqueue(t, qs[0], id, time.Time{})
+	expect(t, seen, id)
+	time.Sleep(300 * time.Millisecond)
+	before := commandCounts(t, admin)
+	time.Sleep(2 * time.Second)
+	after := commandCounts(t, admin)
+	var sent []string
+	for name, n := range after {
+		if d := n - before[name]; d > 0 && name != "info" {
+			sent = append(sent, fmt.Sprintf("%s×%d", name, d))
+		}
+	}
+	if len(sent) > 0 {
+		t.Errorf("idle consumers sent %v in 2s, want nothing", sent)
+	}
+	// And the first message after the idle spell is still taken at once.
+	id = idsIn(1, shards, 1)[0]
+	mustEnqueue(t, qs[1], id, time.Time{})
+	expect(t, seen, id)
+}
+
+// An idle process looks at each shard about once per poll interval,
+// however many consumers it runs: two processes of eight consumers each
+// on three shards, with a 400 ms poll interval, send no more than
+// processes × shards × (window/poll + 1) receives in a window, and no
+// other command.
+func TestIdleCostPerProcessNotPerConsumer(t *testing.T) {
+	const shards, procs, consumers = 3, 2, 8
+	const poll, window = 400 * time.Millisecond, 2 * time.Second
+	c := testredis.Client(t, "redis-server")
+	prefix := uniquePrefix(t)
+	for range procs {
+		q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: poll, Logger: logger(t)})
+		runConsume(t, q, consumers, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+			return redisqueue.Ack, nil
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	before := commandCounts(t, c)
+	time.Sleep(window)
+	after := commandCounts(t, c)
+	limit := int64(procs * shards * (int(window/poll) + 1))
+	for name, n := range after {
+		d := n - before[name]
+		switch {
+		case d == 0 || name == "info" || name == "ping":
+		case name == "evalsha" || name == "zrange":
+			t.Logf("%d %s in %v (limit %d)", d, name, window, limit)
+			if d > limit {
+				t.Errorf("%d %s in %v, want at most %d (each process looks at each shard once per poll)", d, name, window, limit)
+			}
+		default:
+			t.Errorf("idle consumers sent %s×%d, want only receives", name, d)
+		}
+	}
+}
