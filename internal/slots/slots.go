@@ -3,7 +3,7 @@
 // serve.
 //
 // A task's keys share the hash tag {taskId}, so a task lives in slot
-// Slot(taskId). Shard k of n covers the slots [k*16384/n, (k+1)*16384/n)
+// Slot(taskId). Shard k of n covers the slots s with s*n/16384 = k
 // and its keys carry the hash tag Tags(n)[k], which hashes into that same
 // range. A task's shard is ShardOf(taskId, n). When the masters own
 // contiguous slot ranges whose bounds fall on shard bounds (as

@@ -32,9 +32,9 @@ func TestTags(t *testing.T) {
 			t.Fatalf("Tags(%d) has %d tags", n, len(tags))
 		}
 		for k, tag := range tags {
-			s := Slot("{" + tag + "}x")
-			if s < k*Count/n || s >= (k+1)*Count/n {
-				t.Fatalf("Tags(%d)[%d] = %q hashes to slot %d, outside [%d, %d)", n, k, tag, s, k*Count/n, (k+1)*Count/n)
+			// Shard k holds the slots s with s*n/Count = k.
+			if s := Slot("{" + tag + "}x"); s*n/Count != k {
+				t.Fatalf("Tags(%d)[%d] = %q hashes to slot %d, of shard %d", n, k, tag, s, s*n/Count)
 			}
 			if ShardOf(tag, n) != k {
 				t.Fatalf("ShardOf(%q, %d) = %d, want %d", tag, n, ShardOf(tag, n), k)

@@ -1,11 +1,13 @@
 package redisstore
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +71,15 @@ func TestStoreContract(t *testing.T) {
 				return New(c, &Options{Prefix: prefix, Queue: redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})})
 			})
 		})
+		// And for one that enqueues into each task's shard of a sharded
+		// queue, with the due index sharded alike.
+		t.Run(b.name+"+dispatch+shards", func(t *testing.T) {
+			c := b.client(t)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				prefix := uniquePrefix()
+				return New(c, &Options{Prefix: prefix, Shards: 4, Queue: redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: 4})})
+			})
+		})
 	}
 }
 
@@ -118,13 +129,41 @@ func TestDispatch(t *testing.T) {
 					t.Errorf("%s: message due at %v, want %v", stage, got, at)
 				}
 			}
+			// Wake messages published on the shard's channel, counted by a
+			// subscriber; a sentinel published after them tells when all
+			// have arrived (a channel delivers in order).
+			var wakes, synced atomic.Int64
+			// (On a connection of its own: the embedded Redis takes no other
+			// command on a subscribed one.)
+			dc, release := c.Dedicate()
+			defer release()
+			subCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go dc.Receive(subCtx, dc.B().Subscribe().Channel(wkey).Build(), func(m rueidis.PubSubMessage) {
+				switch m.Message {
+				case "sync":
+					synced.Add(1)
+				default:
+					wakes.Add(1)
+				}
+			})
+			// The first sentinel proves the subscription is live.
+			for deadline := time.Now().Add(5 * time.Second); synced.Load() == 0; time.Sleep(10 * time.Millisecond) {
+				c.Do(ctx, c.B().Publish().Channel(wkey).Message("sync").Build())
+				if time.Now().After(deadline) {
+					t.Fatal("no subscription to the wake channel in 5s")
+				}
+			}
 			tokens := func() int64 {
 				t.Helper()
-				n, err := c.Do(ctx, c.B().Llen().Key(wkey).Build()).AsInt64()
-				if err != nil {
-					t.Fatalf("LLEN: %v", err)
+				want := synced.Load() + 1
+				c.Do(ctx, c.B().Publish().Channel(wkey).Message("sync").Build())
+				for deadline := time.Now().Add(5 * time.Second); synced.Load() < want; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the wake channel's sentinel did not arrive in 5s")
+					}
 				}
-				return n
+				return wakes.Load()
 			}
 			create := func() string {
 				t.Helper()
