@@ -24,7 +24,7 @@
 // sweeper must look at each live task; it is only a hint: the sweeper
 // re-derives what to do from the task record. With one shard (the default)
 // it is <prefix>due; with n shards (Options.Shards, for a Redis Cluster)
-// shard k is <prefix>{<tag>}due, tag from slots.Tags(n), and a task is
+// shard k is <prefix>due{<tag>}, tag from slots.Tags(n), and a task is
 // indexed in shard slots.ShardOf(id, n), which hashes to the task's own
 // slot range: on a cluster laid out by redis-cli, the task's master. A
 // create thus writes to one master only, and as the index entry is written
@@ -174,7 +174,7 @@ func New(c rueidis.Client, opts *Options) *Store {
 		s.dueKeys = []string{o.Prefix + "due"}
 	} else {
 		for _, tag := range slots.Tags(o.Shards) {
-			s.dueKeys = append(s.dueKeys, o.Prefix+"{"+tag+"}due")
+			s.dueKeys = append(s.dueKeys, o.Prefix+"due{"+tag+"}")
 		}
 	}
 	if o.Wait > 0 {
