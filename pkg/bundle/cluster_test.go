@@ -2,17 +2,21 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
 )
@@ -161,4 +165,48 @@ func commandCalls(t testing.TB, c rueidis.Client) int64 {
 		sum += n
 	}
 	return sum
+}
+
+// With MCPTASKS_REDIS_WAIT, a tools/call whose task no replica
+// acknowledges is refused with -32603 and a retry hint, and creates no
+// task; with the replica back, the same call succeeds.
+func TestRedisWaitRefusesUnreplicatedCreation(t *testing.T) {
+	t.Parallel()
+	primary := testredis.StartServer(t)
+	replica := testredis.StartReplica(t, primary)
+	cfg, err := FromEnv(envOf(map[string]string{"REDIS_URL": primary.URL, "MCPTASKS_REDIS_WAIT": "1,200ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: steps10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	srv := httptest.NewServer(b.Handler)
+	defer srv.Close()
+	c := client.New(srv.URL + "/mcp")
+	if _, _, err := c.Start(t.Context(), "steps10", nil); err != nil {
+		t.Fatalf("tools/call with the replica up: %v", err)
+	}
+	if err := replica.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Start(t.Context(), "steps10", nil)
+	_ = replica.Process.Signal(syscall.SIGCONT)
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInternalError || !strings.Contains(string(rpc.Data), "retryAfterMs") {
+		t.Fatalf("tools/call with the replica stopped: %v, want -32603 with a retry hint", err)
+	}
+	keys, err := testredis.ScanAll(t.Context(), b.client, "mcptasks:{*}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "mcptasks:{queue}" })
+	if len(keys) != 1 {
+		t.Errorf("task records after one accepted and one refused creation: %v, want one", keys)
+	}
+	if _, _, err := c.Start(t.Context(), "steps10", nil); err != nil {
+		t.Fatalf("tools/call with the replica back: %v", err)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,39 +18,19 @@ import (
 // the primary and the replica's process.
 func replicated(t *testing.T) (rueidis.Client, *testredis.Server) {
 	t.Helper()
-	ctx := context.Background()
-	primary, replica := testredis.StartServer(t), testredis.StartServer(t)
-	client := func(u string) rueidis.Client {
-		opt, err := rueidis.ParseURL(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt.DisableCache = true
-		c, err := rueidis.NewClient(opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	pc, rc := client(primary.URL), client(replica.URL)
-	host, portStr, _ := strings.Cut(strings.TrimPrefix(primary.URL, "redis://"), ":")
-	port, _ := strconv.ParseInt(portStr, 10, 64)
-	if err := rc.Do(ctx, rc.B().Replicaof().Host(host).Port(port).Build()).Error(); err != nil {
+	primary := testredis.StartServer(t)
+	replica := testredis.StartReplica(t, primary)
+	opt, err := rueidis.ParseURL(primary.URL)
+	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, _ := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
-		if strings.Contains(info, "master_link_status:up") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica did not sync in 10s:\n%s", info)
-		}
-		time.Sleep(20 * time.Millisecond)
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return pc, replica
+	t.Cleanup(c.Close)
+	return c, replica
 }
 
 // With Options.Wait, every transition a caller relies on is acknowledged
