@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,8 +116,26 @@ func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
 }
 
 // startTo is startBinary with the process's stdout written to stdout (nil:
-// discarded).
+// discarded). A serving process whose free address was taken before it
+// listened (another process got the port meanwhile) is started again on
+// another.
 func startTo(t *testing.T, bin string, stdout io.Writer, env []string, args ...string) *proc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, portTaken := launch(t, bin, stdout, env, args...)
+		if !portTaken {
+			return p
+		}
+		if attempt == 3 {
+			t.Fatalf("mcptasks found its port taken %d times:\n%s", attempt, p.Log())
+		}
+		t.Logf("mcptasks %v: its port was taken; starting it on another", args)
+	}
+}
+
+// launch is one attempt of startTo; portTaken reports a serving process
+// that could not listen on its address, which it has killed.
+func launch(t *testing.T, bin string, stdout io.Writer, env []string, args ...string) (_ *proc, portTaken bool) {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	serving := len(args) == 0 || args[0] == "serve"
@@ -167,6 +186,10 @@ func startTo(t *testing.T, bin string, stdout io.Writer, env []string, args ...s
 					break
 				}
 			}
+			if strings.Contains(p.Log(), "bind: address already in use") {
+				p.Kill()
+				return p, true
+			}
 			select {
 			case <-p.done:
 				t.Fatalf("mcptasks exited before serving:\n%s", p.Log())
@@ -178,5 +201,5 @@ func startTo(t *testing.T, bin string, stdout io.Writer, env []string, args ...s
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return p
+	return p, false
 }
