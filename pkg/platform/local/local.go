@@ -263,10 +263,18 @@ func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
 // server, the workers and the sweeper, and returns only when all of them
 // have returned (so the caller may close the bundle under nobody).
 func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, serveHTTP, workers bool) error {
+	// The address first: a server that cannot listen starts nothing.
+	var ln net.Listener
+	if serveHTTP {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // deferred first, so it runs after cancel: the workers have stopped before Close
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait() // after cancel: the workers have stopped before Close
 	if workers {
 		wg.Go(func() { b.RunWorkers(ctx, b.Config.Workers) })
 		wg.Go(func() { b.RunSweeper(ctx, b.Config.SweepEvery) })
@@ -275,10 +283,6 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 		log.Info("mcptasks worker running", "app", b.App.Implementation().Name, "workers", b.Config.Workers)
 		<-ctx.Done()
 		return nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           limitRequests(b.Handler, b.Config.MaxRequests),

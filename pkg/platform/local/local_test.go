@@ -115,6 +115,29 @@ func TestServeRefuses(t *testing.T) {
 	}
 }
 
+// serve on an address another process holds fails at once with the
+// listen error, workers and all, rather than hanging with its workers
+// running.
+func TestServeOnBusyAddressFails(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p, _, _ := program(nil, &tasks.App{Name: "one"})
+	done := make(chan error, 1)
+	go func() { done <- p.Run(t.Context(), []string{"serve", "--addr", l.Addr().String()}) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || p.exitCode(err) != 1 {
+			t.Fatalf("serve on a busy address: %v (exit %d), want the listen error and exit 1", err, p.exitCode(err))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve on a busy address still running after 30s")
+	}
+}
+
 // freeAddr returns a loopback address nobody listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
