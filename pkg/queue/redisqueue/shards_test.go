@@ -416,3 +416,73 @@ func TestIdleCostPerProcessNotPerConsumer(t *testing.T) {
 		}
 	}
 }
+
+// Four consumers over four shards deliver every one of 300 ids, 150
+// waiting at the start and 150 enqueued by another process while they run,
+// some delayed, with an hour's poll interval: every message is found
+// through the wakes and the due times the consumers track, none through
+// the safety net.
+func TestShardedConsumeLosesNothing(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			const shards, total = 4, 300
+			c := b.client(t)
+			prefix := uniquePrefix(t)
+			q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
+			other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
+			ids := make([]string, total)
+			for i := range ids {
+				ids[i] = tasks.NewID()
+			}
+			for _, id := range ids[:total/2] {
+				mustEnqueue(t, q, id, time.Time{})
+			}
+			var mu sync.Mutex
+			seen := map[string]int{}
+			all := make(chan struct{})
+			cancel, wait := runConsume(t, q, 4, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[id]++
+				if seen[id] == 1 && len(seen) == total {
+					close(all)
+				}
+				return redisqueue.Ack, nil
+			})
+			for i, id := range ids[total/2:] {
+				at := time.Time{}
+				if i%3 == 0 {
+					at = time.Now().Add(time.Duration(i%7) * 30 * time.Millisecond)
+				}
+				mustEnqueue(t, other, id, at)
+				if i%10 == 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			select {
+			case <-all:
+			case <-time.After(patience):
+			}
+			cancel()
+			wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != total {
+				var missing []string
+				for _, id := range ids {
+					if seen[id] == 0 {
+						missing = append(missing, fmt.Sprintf("%s (shard %d)", id, slots.ShardOf(id, shards)))
+					}
+				}
+				t.Fatalf("delivered %d of %d ids; missing %v", len(seen), total, missing)
+			}
+			for k := range shards {
+				key, _ := q.KeysFor(idsIn(k, shards, 1)[0])
+				if n := zcard(t, c, key); n != 0 {
+					t.Errorf("shard %d holds %d messages after all were handled", k, n)
+				}
+			}
+		})
+	}
+}
