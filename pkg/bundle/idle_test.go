@@ -18,8 +18,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
-// commandCounts reads INFO commandstats of the Redis at url: calls per
-// command.
+// commandCounts reads INFO commandstats through c: calls per command.
 func commandCounts(t testing.TB, c rueidis.Client) map[string]int64 {
 	t.Helper()
 	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
@@ -55,8 +54,7 @@ func adminClient(t *testing.T, url string) rueidis.Client {
 }
 
 // startProcess builds a bundle from env, as a worker process does, and
-// runs its workers and, unless noSweeper, its sweeper until the test
-// ends.
+// runs its workers and its sweeper (each if asked) until the test ends.
 func startProcess(t *testing.T, env map[string]string, workers, sweeper bool) *Bundle {
 	t.Helper()
 	cfg, err := FromEnv(envOf(env))
@@ -85,9 +83,9 @@ func startProcess(t *testing.T, env map[string]string, workers, sweeper bool) *B
 
 // Two idle worker processes with the default configuration (four workers
 // each, and the sweeper) cost Redis at most 2 commands per second in
-// total (issue 16's bar), background PINGs included. The window is
-// MCPTASKS_IDLE_WINDOW (default 3s; the figure in README.md was measured
-// over 60s), after the processes have settled.
+// total, background PINGs included. The window is
+// MCPTASKS_IDLE_WINDOW (default 3s), after the processes have settled;
+// e2e.TestIdleWorkersCost measures real worker processes.
 func TestIdleWorkerProcesses(t *testing.T) {
 	window := 3 * time.Second
 	if v := os.Getenv("MCPTASKS_IDLE_WINDOW"); v != "" {
