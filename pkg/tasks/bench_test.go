@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -68,6 +70,8 @@ func benchWorkflow(b *testing.B, tool string) {
 				ids[i] = tk.TaskID
 			}
 			h.rc.Reset()
+			redisCPU := serverCPU(b, h)
+			cpu := processCPU()
 			b.ResetTimer()
 			steps := 0
 			for _, id := range ids {
@@ -83,8 +87,16 @@ func benchWorkflow(b *testing.B, tool string) {
 				}
 			}
 			b.StopTimer()
+			cpu = processCPU() - cpu
+			redisCPU = serverCPU(b, h) - redisCPU
 			if steps != 10*b.N {
 				b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-µs/step")
+			}
+			if redisCPU > 0 {
+				b.ReportMetric(float64(redisCPU.Microseconds())/float64(steps), "redis-cpu-µs/step")
 			}
 			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
 			b.ReportMetric(float64(h.rc.Trips())/float64(steps), "trips/step")
@@ -196,6 +208,28 @@ func BenchmarkCreateHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// serverCPU returns the CPU time (user and system) the Redis server of h
+// used so far, from INFO cpu (0 when it does not say, as the embedded one).
+func serverCPU(b *testing.B, h *harness) time.Duration {
+	info, err := h.rc.Do(context.Background(), h.rc.B().Info().Section("cpu").Build()).ToString()
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		s, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatalf("INFO cpu: %s: %v", line, err)
+		}
+		total += time.Duration(s * float64(time.Second))
+	}
+	return total
 }
 
 // benchOptions are the server options of the benchmarks: the defaults, with

@@ -25,9 +25,12 @@ import (
 // Do closure, is a programming error the engine detects without crashing
 // the process: that call returns an error wrapping [ErrWrongGoroutine] and
 // does nothing, the handler is unwound at its next Step call, and the task
-// (or the inline call) fails with a message that states the rule. To run
-// work concurrently, run it inside one Do closure and journal the combined
-// result.
+// (or the inline call) fails with a message that states the rule. (A call
+// that only replays a step journaled earlier is not checked, to keep
+// replays cheap: it returns the journaled outcome, as the handler's own
+// call would, and the goroutine's first call that does more is caught.) To
+// run work concurrently, run it inside one Do closure and journal the
+// combined result.
 type Step struct {
 	r *run
 }
@@ -47,6 +50,7 @@ func (s *Step) Status(msg string) {
 	if s.r.enter("Step.Status", "") != nil {
 		return
 	}
+	defer s.r.leave()
 	s.r.statusFresh = s.r.cursor >= len(s.r.journal)
 	if s.r.statusMsg != msg {
 		s.r.statusMsg = msg
