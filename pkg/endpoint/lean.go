@@ -67,7 +67,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -401,9 +400,28 @@ func (l *leanPath) withServerInfo(res mcp.Result) mcp.Result {
 	return res
 }
 
-// integerID matches the integer ids the go-sdk echoes unchanged (it reads
-// numbers as float64: larger ones, or -0, it would rewrite).
-var integerID = regexp.MustCompile(`^(0|-?[1-9][0-9]{0,14})$`)
+// integerID reports whether id is an integer the go-sdk echoes unchanged:
+// 0, or an optional minus and 1 to 15 digits without a leading zero (it
+// reads numbers as float64: larger ones, or -0, it would rewrite). A
+// function, not a regular expression: nothing to compile when the process
+// starts.
+func integerID(id []byte) bool {
+	if string(id) == "0" {
+		return true
+	}
+	if len(id) > 0 && id[0] == '-' {
+		id = id[1:]
+	}
+	if len(id) == 0 || len(id) > 15 || id[0] < '1' || id[0] > '9' {
+		return false
+	}
+	for _, c := range id[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // plainID returns the request's id when the go-sdk echoes it byte for
 // byte: an integer it reads exactly, or a string of printable ASCII without
@@ -416,7 +434,7 @@ func plainID(top map[string]json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	if id[0] != '"' {
-		return id, integerID.Match(id)
+		return id, integerID(id)
 	}
 	if len(id) < 2 || id[len(id)-1] != '"' {
 		return nil, false
