@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -280,9 +281,11 @@ type tool struct {
 	name       string
 	support    Support
 	inputFirst bool
-	// paramHeaders: the input schema maps a property to an Mcp-Param
-	// header (x-mcp-header), which the go-sdk validates.
-	paramHeaders bool
+	// paramHeaders reports whether the input schema maps a property to an
+	// Mcp-Param header (x-mcp-header), which the go-sdk validates; decided
+	// on first use (it encodes the schema: work a cold start that never
+	// serves the tool need not do).
+	paramHeaders func() bool
 	resolved     *jsonschema.Resolved
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
@@ -323,7 +326,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 	for _, o := range opts {
 		o(entry)
 	}
-	entry.paramHeaders = usesParamHeaders(schema)
+	entry.paramHeaders = sync.OnceValue(func() bool { return usesParamHeaders(schema) })
 	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 			var in In
