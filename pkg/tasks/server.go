@@ -286,7 +286,8 @@ type tool struct {
 	// on first use (it encodes the schema: work a cold start that never
 	// serves the tool need not do).
 	paramHeaders func() bool
-	resolved     *jsonschema.Resolved
+	// resolved returns the resolved input schema (see AddTool).
+	resolved func() (*jsonschema.Resolved, error)
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
 	// bind decodes raw arguments and returns the handler closed over them.
@@ -298,7 +299,8 @@ type tool struct {
 // it is listed and, for clients without the extension, callable inline.
 func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opts ...ToolOption) {
 	tt := *t
-	if tt.InputSchema == nil {
+	inferred := tt.InputSchema == nil
+	if inferred {
 		schema, err := jsonschema.For[In](nil)
 		if err != nil {
 			panic(fmt.Sprintf("tasks.AddTool %q: inferring the input schema: %v", t.Name, err))
@@ -318,11 +320,17 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 			panic(fmt.Sprintf("tasks.AddTool %q: input schema: %v", t.Name, err))
 		}
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", t.Name, err))
+	// A schema given by the caller is resolved now, so that a bad one
+	// fails here; one inferred from In is resolved on the first call that
+	// validates arguments (resolving every tool's schema is work a cold
+	// start that never serves the tool need not do).
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return schema.Resolve(nil) })
+	if !inferred {
+		if _, err := resolve(); err != nil {
+			panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", t.Name, err))
+		}
 	}
-	entry := &tool{name: tt.Name, support: support, resolved: resolved}
+	entry := &tool{name: tt.Name, support: support, resolved: resolve}
 	for _, o := range opts {
 		o(entry)
 	}
@@ -508,10 +516,14 @@ func (t *tool) validateArgs(raw json.RawMessage) (json.RawMessage, *mcp.CallTool
 	if v == nil {
 		v = map[string]any{}
 	}
-	if err := t.resolved.ApplyDefaults(&v); err != nil {
+	resolved, err := t.resolved()
+	if err != nil {
+		return nil, toolErrorResult(fmt.Errorf("resolving the input schema: %v", err))
+	}
+	if err := resolved.ApplyDefaults(&v); err != nil {
 		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
 	}
-	if err := t.resolved.Validate(v); err != nil {
+	if err := resolved.Validate(v); err != nil {
 		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
 	}
 	b, err := json.Marshal(v)
