@@ -69,6 +69,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -193,13 +194,99 @@ type capabilitiesV2 struct {
 
 // object decodes a JSON object keeping its keys exactly as written: the
 // go-sdk matches member names case-sensitively, unlike encoding/json's
-// struct decoding, and the lean path must read what the go-sdk reads.
+// struct decoding, and the lean path must read what the go-sdk reads. It
+// gives what json.Unmarshal into a map[string]json.RawMessage gives (a
+// later member replaces an earlier one of the same name), without its
+// second pass and copies: every value is a slice of raw.
 func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
-	return m, true
+	return members(raw), true
+}
+
+// members splits raw, a valid JSON object, into its members: each value's
+// bytes as written, under its decoded key.
+func members(raw []byte) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, 8)
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return m
+	}
+	for {
+		end := endOfString(raw, i)
+		key := decodeString(raw[i:end])
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		vend := endOfValue(raw, i)
+		m[key] = raw[i:vend:vend]
+		i = skipSpace(raw, vend)
+		if raw[i] != ',' {
+			return m // the closing brace
+		}
+		i = skipSpace(raw, i+1)
+	}
+}
+
+// decodeString decodes the valid JSON string literal q as encoding/json
+// does: escapes resolved, invalid UTF-8 replaced.
+func decodeString(q []byte) string {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // valid: it cannot fail
+	return s
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the string literal that starts
+// at b[i] (valid JSON).
+func endOfString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index just past the value that starts at b[i]
+// (valid JSON).
+func endOfValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = endOfString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 // str decodes an optional JSON string member; ok is false when it is present
@@ -209,7 +296,10 @@ func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) 
 	if !present {
 		return "", false, true
 	}
-	return v, true, json.Unmarshal(raw, &v) == nil && raw[0] == '"'
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", true, false
+	}
+	return decodeString(raw), true, true
 }
 
 // parseLean decodes body and reports whether the lean path may serve it:
