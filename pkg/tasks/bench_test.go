@@ -25,6 +25,16 @@ func registerNoop(steps int) func(*tasks.Server) {
 				}
 				return text("ok"), nil
 			})
+		tasks.AddTool(s, &mcp.Tool{Name: "noop_status", Description: "no-op steps, each under a status message"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				for i := range steps {
+					st.Status(fmt.Sprintf("step %d of %d", i+1, steps))
+					if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						return nil, err
+					}
+				}
+				return text("ok"), nil
+			})
 		tasks.AddTool(s, &mcp.Tool{Name: "noop_offer", Description: "no-op steps, checking an offer before each"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 				if err := st.Offer("stop", tasks.InputRequest{Method: "elicitation/create"}); err != nil {
@@ -57,6 +67,10 @@ func BenchmarkWorkflow10Steps(b *testing.B) { benchWorkflow(b, "noop") }
 // BenchmarkWorkflow10StepsOffer is BenchmarkWorkflow10Steps for a tool that
 // offers input (never answered) and checks it before each step.
 func BenchmarkWorkflow10StepsOffer(b *testing.B) { benchWorkflow(b, "noop_offer") }
+
+// BenchmarkWorkflow10StepsStatus is BenchmarkWorkflow10Steps for a tool
+// that sets a status message before each step (as batch_report does).
+func BenchmarkWorkflow10StepsStatus(b *testing.B) { benchWorkflow(b, "noop_status") }
 
 func benchWorkflow(b *testing.B, tool string) {
 	for _, backend := range backends {

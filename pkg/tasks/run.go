@@ -123,6 +123,15 @@ func (r *run) mismatch(e *Entry, name string, kind EntryKind) {
 		r.cursor+1, e.Kind, e.Name, kind, name)})
 }
 
+// setStatus sets the status message (Step.Status) for a holder of the run.
+func (r *run) setStatus(msg string) {
+	r.statusFresh = r.cursor >= len(r.journal)
+	if r.statusMsg != msg {
+		r.statusMsg = msg
+		r.statusDirty = true
+	}
+}
+
 // replaying reports whether the journal goes on past the cursor: the run
 // is replaying what an earlier run did, not deciding anew.
 func (r *run) replaying() bool { return r.cursor < len(r.journal) }
