@@ -50,8 +50,9 @@ const (
 // with this very step, the run is not broken and no other call holds it)
 // takes the run with one compare-and-swap of state instead (tryReplay):
 // it can neither unwind the handler nor change the journal, and returns
-// what the handler's goroutine journaled at that point. Every other call
-// (a new step, an unwinding, a mismatch, a status) reads the goroutine id.
+// what the handler's goroutine journaled at that point; so does a status
+// set between replayed steps. Every other call (a new step, an unwinding,
+// a mismatch, a status once replay caught up) reads the goroutine id.
 // A replay made off the handler's goroutine thus passes unnoticed (its
 // outcome is the journaled one); the first call of that goroutine that does
 // more is caught. The state word also keeps any two calls, and a Do
