@@ -320,21 +320,10 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 			panic(fmt.Sprintf("tasks.AddTool %q: input schema: %v", t.Name, err))
 		}
 	}
-	// A schema given by the caller is resolved now, so that a bad one
-	// fails here; one inferred from In is resolved on the first call that
-	// validates arguments (resolving every tool's schema is work a cold
-	// start that never serves the tool need not do).
-	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return schema.Resolve(nil) })
-	if !inferred {
-		if _, err := resolve(); err != nil {
-			panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", t.Name, err))
-		}
-	}
-	entry := &tool{name: tt.Name, support: support, resolved: resolve}
+	entry := newTool(tt.Name, support, schema, inferred)
 	for _, o := range opts {
 		o(entry)
 	}
-	entry.paramHeaders = sync.OnceValue(func() bool { return usesParamHeaders(schema) })
 	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 			var in In
@@ -350,6 +339,24 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.callInline(ctx, req, entry)
 	})
+}
+
+// newTool returns the registry entry of the tool name with the input
+// schema, outside AddTool so that its code is not repeated for every In. A
+// schema given by the caller is resolved now, so that a bad one fails here;
+// one inferred from In is resolved on the first call that validates
+// arguments, and whether a schema maps Mcp-Param headers is decided on
+// first use (resolving and encoding every tool's schema is work a cold
+// start that never serves the tool need not do).
+func newTool(name string, support Support, schema *jsonschema.Schema, inferred bool) *tool {
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return schema.Resolve(nil) })
+	if !inferred {
+		if _, err := resolve(); err != nil {
+			panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", name, err))
+		}
+	}
+	return &tool{name: name, support: support, resolved: resolve,
+		paramHeaders: sync.OnceValue(func() bool { return usesParamHeaders(schema) })}
 }
 
 // missingCapability is the -32021 error naming the tasks extension.
