@@ -228,15 +228,58 @@ func members(raw []byte) map[string]json.RawMessage {
 }
 
 // decodeString decodes the valid JSON string literal q as encoding/json
-// does: escapes resolved, invalid UTF-8 replaced.
+// does: escapes resolved, invalid UTF-8 replaced. The member names of
+// every request come without allocating.
 func decodeString(q []byte) string {
 	body := q[1 : len(q)-1]
+	if k, ok := knownString(body); ok {
+		return k
+	}
 	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		return string(body)
 	}
 	var s string
 	_ = json.Unmarshal(q, &s) // valid: it cannot fail
 	return s
+}
+
+// knownString returns the member names and values every request holds as
+// constants: the comparison of a []byte converted in place does not
+// allocate, a conversion to a new string would.
+func knownString(b []byte) (string, bool) {
+	switch string(b) {
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "_meta":
+		return "_meta", true
+	case "taskId":
+		return "taskId", true
+	case "name":
+		return "name", true
+	case "arguments":
+		return "arguments", true
+	case "inputResponses":
+		return "inputResponses", true
+	case "requestState":
+		return "requestState", true
+	case "2.0":
+		return "2.0", true
+	case "tasks/get":
+		return "tasks/get", true
+	case "tasks/update":
+		return "tasks/update", true
+	case "tasks/cancel":
+		return "tasks/cancel", true
+	case "tools/call":
+		return "tools/call", true
+	}
+	return "", false
 }
 
 func skipSpace(b []byte, i int) int {
@@ -453,11 +496,20 @@ func transportOK(r *http.Request, localhostProtection bool) bool {
 		return false
 	}
 	if localhostProtection {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && localLoopback(la) && !isLoopback(r.Host) {
 			return false
 		}
 	}
 	return true
+}
+
+// localLoopback is isLoopback(la.String()), without formatting a TCP
+// address to parse it back.
+func localLoopback(la net.Addr) bool {
+	if ta, ok := la.(*net.TCPAddr); ok {
+		return ta.IP.IsLoopback()
+	}
+	return isLoopback(la.String())
 }
 
 // isLoopback is the go-sdk's loopback test of an address or Host.

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"encoding/json"
+	"net"
 	"regexp"
 	"testing"
 )
@@ -53,4 +54,18 @@ func FuzzObject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// localLoopback decides as isLoopback of the address's text.
+func TestLocalLoopback(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:80", "127.9.9.9:1", "[::1]:443", "[::ffff:127.0.0.1]:80", "10.0.0.1:80",
+		"[fe80::1%eth0]:80", "[::]:80", "0.0.0.0:80", "[2001:db8::1]:8080"} {
+		ta, err := net.ResolveTCPAddr("tcp", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := localLoopback(ta), isLoopback(ta.String()); got != want {
+			t.Errorf("localLoopback(%s) = %v, isLoopback(%q) = %v", a, got, ta.String(), want)
+		}
+	}
 }
