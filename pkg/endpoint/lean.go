@@ -67,9 +67,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -194,13 +194,142 @@ type capabilitiesV2 struct {
 
 // object decodes a JSON object keeping its keys exactly as written: the
 // go-sdk matches member names case-sensitively, unlike encoding/json's
-// struct decoding, and the lean path must read what the go-sdk reads.
+// struct decoding, and the lean path must read what the go-sdk reads. It
+// gives what json.Unmarshal into a map[string]json.RawMessage gives (a
+// later member replaces an earlier one of the same name), without its
+// second pass and copies: every value is a slice of raw.
 func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
-	return m, true
+	return members(raw), true
+}
+
+// members splits raw, a valid JSON object, into its members: each value's
+// bytes as written, under its decoded key.
+func members(raw []byte) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, 8)
+	i := skipSpace(raw, 1)
+	if raw[i] == '}' {
+		return m
+	}
+	for {
+		end := endOfString(raw, i)
+		key := decodeString(raw[i:end])
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		vend := endOfValue(raw, i)
+		m[key] = raw[i:vend:vend]
+		i = skipSpace(raw, vend)
+		if raw[i] != ',' {
+			return m // the closing brace
+		}
+		i = skipSpace(raw, i+1)
+	}
+}
+
+// decodeString decodes the valid JSON string literal q as encoding/json
+// does: escapes resolved, invalid UTF-8 replaced. The member names of
+// every request come without allocating.
+func decodeString(q []byte) string {
+	body := q[1 : len(q)-1]
+	if k, ok := knownString(body); ok {
+		return k
+	}
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body)
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // valid: it cannot fail
+	return s
+}
+
+// knownString returns the member names and values every request holds as
+// constants: the comparison of a []byte converted in place does not
+// allocate, a conversion to a new string would.
+func knownString(b []byte) (string, bool) {
+	switch string(b) {
+	case "jsonrpc":
+		return "jsonrpc", true
+	case "id":
+		return "id", true
+	case "method":
+		return "method", true
+	case "params":
+		return "params", true
+	case "_meta":
+		return "_meta", true
+	case "taskId":
+		return "taskId", true
+	case "name":
+		return "name", true
+	case "arguments":
+		return "arguments", true
+	case "inputResponses":
+		return "inputResponses", true
+	case "requestState":
+		return "requestState", true
+	case "2.0":
+		return "2.0", true
+	case "tasks/get":
+		return "tasks/get", true
+	case "tasks/update":
+		return "tasks/update", true
+	case "tasks/cancel":
+		return "tasks/cancel", true
+	case "tools/call":
+		return "tools/call", true
+	}
+	return "", false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the string literal that starts
+// at b[i] (valid JSON).
+func endOfString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index just past the value that starts at b[i]
+// (valid JSON).
+func endOfValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = endOfString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 // str decodes an optional JSON string member; ok is false when it is present
@@ -210,7 +339,10 @@ func str(m map[string]json.RawMessage, key string) (v string, present, ok bool) 
 	if !present {
 		return "", false, true
 	}
-	return v, true, json.Unmarshal(raw, &v) == nil && raw[0] == '"'
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", true, false
+	}
+	return decodeString(raw), true, true
 }
 
 // parseLean decodes body and reports whether the lean path may serve it:
@@ -364,11 +496,20 @@ func transportOK(r *http.Request, localhostProtection bool) bool {
 		return false
 	}
 	if localhostProtection {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && localLoopback(la) && !isLoopback(r.Host) {
 			return false
 		}
 	}
 	return true
+}
+
+// localLoopback is isLoopback(la.String()), without formatting a TCP
+// address to parse it back.
+func localLoopback(la net.Addr) bool {
+	if ta, ok := la.(*net.TCPAddr); ok {
+		return ta.IP.IsLoopback()
+	}
+	return isLoopback(la.String())
 }
 
 // isLoopback is the go-sdk's loopback test of an address or Host.
@@ -401,9 +542,28 @@ func (l *leanPath) withServerInfo(res mcp.Result) mcp.Result {
 	return res
 }
 
-// integerID matches the integer ids the go-sdk echoes unchanged (it reads
-// numbers as float64: larger ones, or -0, it would rewrite).
-var integerID = regexp.MustCompile(`^(0|-?[1-9][0-9]{0,14})$`)
+// integerID reports whether id is an integer the go-sdk echoes unchanged:
+// 0, or an optional minus and 1 to 15 digits without a leading zero (it
+// reads numbers as float64: larger ones, or -0, it would rewrite). A
+// function, not a regular expression: nothing to compile when the process
+// starts.
+func integerID(id []byte) bool {
+	if string(id) == "0" {
+		return true
+	}
+	if len(id) > 0 && id[0] == '-' {
+		id = id[1:]
+	}
+	if len(id) == 0 || len(id) > 15 || id[0] < '1' || id[0] > '9' {
+		return false
+	}
+	for _, c := range id[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // plainID returns the request's id when the go-sdk echoes it byte for
 // byte: an integer it reads exactly, or a string of printable ASCII without
@@ -416,7 +576,7 @@ func plainID(top map[string]json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	if id[0] != '"' {
-		return id, integerID.Match(id)
+		return id, integerID(id)
 	}
 	if len(id) < 2 || id[len(id)-1] != '"' {
 		return nil, false

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -17,6 +19,16 @@ func registerNoop(steps int) func(*tasks.Server) {
 		tasks.AddTool(s, &mcp.Tool{Name: "noop", Description: "no-op steps"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 				for i := range steps {
+					if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						return nil, err
+					}
+				}
+				return text("ok"), nil
+			})
+		tasks.AddTool(s, &mcp.Tool{Name: "noop_status", Description: "no-op steps, each under a status message"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				for i := range steps {
+					st.Status(fmt.Sprintf("step %d of %d", i+1, steps))
 					if _, err := tasks.Do(st, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil }); err != nil {
 						return nil, err
 					}
@@ -56,6 +68,10 @@ func BenchmarkWorkflow10Steps(b *testing.B) { benchWorkflow(b, "noop") }
 // offers input (never answered) and checks it before each step.
 func BenchmarkWorkflow10StepsOffer(b *testing.B) { benchWorkflow(b, "noop_offer") }
 
+// BenchmarkWorkflow10StepsStatus is BenchmarkWorkflow10Steps for a tool
+// that sets a status message before each step (as batch_report does).
+func BenchmarkWorkflow10StepsStatus(b *testing.B) { benchWorkflow(b, "noop_status") }
+
 func benchWorkflow(b *testing.B, tool string) {
 	for _, backend := range backends {
 		if backend == "cluster" {
@@ -71,6 +87,8 @@ func benchWorkflow(b *testing.B, tool string) {
 				ids[i] = tk.TaskID
 			}
 			h.rc.Reset()
+			redisCPU := serverCPU(b, h)
+			cpu := processCPU()
 			b.ResetTimer()
 			steps := 0
 			for _, id := range ids {
@@ -86,8 +104,16 @@ func benchWorkflow(b *testing.B, tool string) {
 				}
 			}
 			b.StopTimer()
+			cpu = processCPU() - cpu
+			redisCPU = serverCPU(b, h) - redisCPU
 			if steps != 10*b.N {
 				b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-µs/step")
+			}
+			if redisCPU > 0 {
+				b.ReportMetric(float64(redisCPU.Microseconds())/float64(steps), "redis-cpu-µs/step")
 			}
 			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
 			b.ReportMetric(float64(h.rc.Trips())/float64(steps), "trips/step")
@@ -202,6 +228,28 @@ func BenchmarkCreateHTTP(b *testing.B) {
 			}
 		}
 	})
+}
+
+// serverCPU returns the CPU time (user and system) the Redis server of h
+// used so far, from INFO cpu (0 when it does not say, as the embedded one).
+func serverCPU(b *testing.B, h *harness) time.Duration {
+	info, err := h.rc.Do(context.Background(), h.rc.B().Info().Section("cpu").Build()).ToString()
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		s, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatalf("INFO cpu: %s: %v", line, err)
+		}
+		total += time.Duration(s * float64(time.Second))
+	}
+	return total
 }
 
 // benchOptions are the server options of the benchmarks: the defaults, with

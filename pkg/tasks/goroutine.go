@@ -16,39 +16,88 @@ var ErrWrongGoroutine = errors.New("tasks: Step methods must be called from the 
 // its goroutine; the run fails with msg.
 type misuse struct{ msg string }
 
+// The states of a run's guard (guard.state).
+const (
+	// stateIdle: no Step method holds the run.
+	stateIdle int32 = iota
+	// stateHeld: a Step method reads or changes the run.
+	stateHeld
+	// stateStepping: a Do closure runs (on the handler's goroutine inline,
+	// on a goroutine of its own durably).
+	stateStepping
+	// stateClosed: the handler returned or unwound; the run is the
+	// engine's.
+	stateClosed
+)
+
 // guard enforces the rule that a run's Step methods are called from the
 // handler's goroutine and outside Do closures.
 //
 // The engine unwinds a handler with a panic (to park it, stop it, or fail
 // it), and only the handler's goroutine has the engine's recover on its
 // stack: the same panic in another goroutine would take the whole process
-// down. So a Step method first checks where it runs. Off the handler's
-// goroutine it touches nothing of the run: it records the misuse and
-// returns ErrWrongGoroutine. The run is then broken (its journal would no
-// longer replay deterministically): the handler's next Step call unwinds
-// it, and however the handler ends, the task fails with a message that
-// states the rule.
+// down. So a Step method first checks where it runs (enter). Off the
+// handler's goroutine it touches nothing of the run: it records the misuse
+// and returns ErrWrongGoroutine. The run is then broken (its journal would
+// no longer replay deterministically): the handler's next Step call
+// unwinds it, and however the handler ends, the task fails with a message
+// that states the rule.
+//
+// Reading the goroutine id costs microseconds (runtime.Stack formats the
+// caller's whole stack), and replays are most of a long task's Step calls:
+// the call of step k of a task replays k-1 journaled steps first. So a
+// call that only replays the journal (the journal goes on past the cursor
+// with this very step, the run is not broken and no other call holds it)
+// takes the run with one compare-and-swap of state instead (tryReplay):
+// it can neither unwind the handler nor change the journal, and returns
+// what the handler's goroutine journaled at that point; so does a status
+// set between replayed steps. Every other call (a new step, an unwinding,
+// a mismatch, a status once replay caught up) reads the goroutine id.
+// A replay made off the handler's goroutine thus passes unnoticed (its
+// outcome is the journaled one); the first call of that goroutine that does
+// more is caught. The state word also keeps any two calls, and a Do
+// closure and a call, from touching the run at the same time.
 type guard struct {
 	// goroutine is the handler's goroutine id, set before the handler runs.
 	goroutine uint64
-	// stepping is set while a Do closure runs on the handler's goroutine
-	// (inline runs); it is only read and written by that goroutine.
-	stepping bool
+	// state is one of the state constants.
+	state atomic.Int32
 	// broken holds the failure message once the rule was broken.
 	broken atomic.Pointer[string]
 }
 
-// enter is called first by every Step method that reads or changes the
-// run (method and step name it for the message). It returns an error, without
-// touching the run, when called off the handler's goroutine or from a Do
-// closure; it unwinds the handler when the run is already broken.
+// tryReplay takes the run for a call that may only replay the journal,
+// without reading the goroutine id. It reports false, holding nothing,
+// when the run is broken, held by another call, in a Do closure or closed:
+// the caller then takes the checked path (enter). After true, the caller
+// reads or advances the cursor, never panics, and calls leave.
+func (g *guard) tryReplay() bool {
+	return g.broken.Load() == nil && g.state.CompareAndSwap(stateIdle, stateHeld)
+}
+
+// enter is called first by every Step method that reads or changes the run
+// beyond a replay (method and step name it for the message). It returns an
+// error, holding nothing and touching nothing of the run, when called off
+// the handler's goroutine or from a Do closure; it unwinds the handler when
+// the run is already broken. After nil, the run is held: the caller defers
+// leave.
 func (g *guard) enter(method, step string) error {
 	var where string
-	switch {
-	case g.offGoroutine():
+	if g.offGoroutine() {
 		where = "from a goroutine other than the handler's"
-	case g.stepping:
-		where = "from inside a Do closure"
+	} else {
+		// On the handler's goroutine: the run is idle, in one of its Do
+		// closures, or held for a moment by a replay made off it.
+		for where == "" && !g.state.CompareAndSwap(stateIdle, stateHeld) {
+			switch g.state.Load() {
+			case stateStepping:
+				where = "from inside a Do closure"
+			case stateClosed:
+				where = "after its handler returned"
+			default:
+				runtime.Gosched()
+			}
+		}
 	}
 	if where != "" {
 		what := method
@@ -61,9 +110,40 @@ func (g *guard) enter(method, step string) error {
 		return fmt.Errorf("%w: %s was called %s", ErrWrongGoroutine, what, where)
 	}
 	if msg := g.broken.Load(); msg != nil {
+		g.leave()
 		panic(misuse{*msg})
 	}
 	return nil
+}
+
+// leave releases the run taken by enter or tryReplay.
+func (g *guard) leave() { g.state.Store(stateIdle) }
+
+// stepping marks a Do closure running (on) or over (off) for a holder of
+// the run: calls meanwhile take the checked path and are refused.
+func (g *guard) stepping(on bool) {
+	if on {
+		g.state.Store(stateStepping)
+	} else {
+		g.state.Store(stateHeld)
+	}
+}
+
+// open starts the guard of a run whose handler is about to run on the
+// calling goroutine.
+func (g *guard) open() { g.goroutine = goid() }
+
+// close ends the run's Step calls once its handler returned or unwound: a
+// call from a goroutine the handler left behind is refused. It waits for a
+// replay still holding the run.
+func (g *guard) close() {
+	for {
+		s := g.state.Load()
+		if s == stateClosed || (s != stateHeld && g.state.CompareAndSwap(s, stateClosed)) {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // offGoroutine reports whether the caller runs on another goroutine than

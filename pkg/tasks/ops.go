@@ -169,7 +169,7 @@ func (s *Server) TaskTool(name string) (info ToolInfo, ok bool) {
 	if t == nil {
 		return ToolInfo{}, false
 	}
-	return ToolInfo{Support: t.support, GatherInputFirst: t.inputFirst, ParamHeaders: t.paramHeaders}, true
+	return ToolInfo{Support: t.support, GatherInputFirst: t.inputFirst, ParamHeaders: t.paramHeaders()}, true
 }
 
 // Implementation returns the server's identity, which every result carries

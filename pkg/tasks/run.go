@@ -123,6 +123,15 @@ func (r *run) mismatch(e *Entry, name string, kind EntryKind) {
 		r.cursor+1, e.Kind, e.Name, kind, name)})
 }
 
+// setStatus sets the status message (Step.Status) for a holder of the run.
+func (r *run) setStatus(msg string) {
+	r.statusFresh = r.cursor >= len(r.journal)
+	if r.statusMsg != msg {
+		r.statusMsg = msg
+		r.statusDirty = true
+	}
+}
+
 // replaying reports whether the journal goes on past the cursor: the run
 // is replaying what an earlier run did, not deciding anew.
 func (r *run) replaying() bool { return r.cursor < len(r.journal) }
@@ -153,10 +162,55 @@ func (r *run) appendEntry(e Entry) {
 	r.cursor++
 }
 
+// replayed takes the journal's next entry, without reading the goroutine
+// id (see guard), when it is (kind, name): a call that only replays. It
+// returns a copy of the entry.
+func (r *run) replayed(name string, kind EntryKind) (Entry, bool) {
+	if !r.tryReplay() {
+		return Entry{}, false
+	}
+	defer r.leave()
+	if !r.replaying() {
+		return Entry{}, false
+	}
+	e := r.journal[r.cursor]
+	if e.Name != name || e.Kind != kind {
+		return Entry{}, false
+	}
+	r.cursor++
+	return e, true
+}
+
+// replayedSleep replays the sleep name, without reading the goroutine id,
+// when the journal holds it next and goes on past it (the sleep is over):
+// it reports whether an answer to an offer cut it short.
+func (r *run) replayedSleep(name string) (woke, ok bool) {
+	if !r.tryReplay() {
+		return false, false
+	}
+	defer r.leave()
+	if r.cursor+1 >= len(r.journal) {
+		return false, false
+	}
+	if e := &r.journal[r.cursor]; e.Name != name || e.Kind != KindSleep {
+		return false, false
+	}
+	r.cursor++
+	_, woke = r.event(name, KindWoke)
+	return woke, true
+}
+
 func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if e, ok := r.replayed(name, KindDo); ok {
+		if e.Err != "" {
+			return nil, &StepError{Step: name, Message: e.Err}
+		}
+		return e.Value, nil
+	}
 	if err := r.enter("tasks.Do", name); err != nil {
 		return nil, err
 	}
+	defer r.leave()
 	if e, ok := r.next(name, KindDo); ok {
 		if e.Err != "" {
 			return nil, &StepError{Step: name, Message: e.Err}
@@ -178,9 +232,9 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 		if o.timeout > 0 {
 			ctx, cancel = context.WithTimeout(r.ctx, o.timeout)
 		}
-		r.stepping = true
+		r.stepping(true)
 		v, err := r.callStep(ctx, name, fn)
-		r.stepping = false
+		r.stepping(false)
 		cancel()
 		if err == nil {
 			r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
@@ -233,9 +287,16 @@ func (r *run) recovered(msg string, p any, attrs ...any) string {
 }
 
 func (r *run) sleep(name string, until func(time.Time) time.Time) error {
+	if woke, ok := r.replayedSleep(name); ok {
+		if woke {
+			return ErrWoken
+		}
+		return nil
+	}
 	if err := r.enter("Step.Sleep", name); err != nil {
 		return err
 	}
+	defer r.leave()
 	now := r.now()
 	if e, ok := r.next(name, KindSleep); ok {
 		if r.replaying() {
@@ -328,9 +389,13 @@ func (r *run) keyUsed(key string) {
 }
 
 func (r *run) offer(name string, req json.RawMessage) error {
+	if _, ok := r.replayed(name, KindOffer); ok {
+		return nil
+	}
 	if err := r.enter("Step.Offer", name); err != nil {
 		return err
 	}
+	defer r.leave()
 	if _, ok := r.next(name, KindOffer); ok {
 		return nil
 	}
@@ -345,10 +410,35 @@ func (r *run) offer(name string, req json.RawMessage) error {
 	return nil
 }
 
+// replayedCheck replays the check of the offer name, without reading the
+// goroutine id, while the journal goes on past the cursor: what the check
+// found there (found), if ok. It leaves a check of an offer the journal
+// never made to the checked path, which fails the run.
+func (r *run) replayedCheck(name string) (v json.RawMessage, found, ok bool) {
+	if !r.tryReplay() {
+		return nil, false, false
+	}
+	defer r.leave()
+	if !r.replaying() {
+		return nil, false, false
+	}
+	if offered, _, _ := r.offerState(name); !offered {
+		return nil, false, false
+	}
+	if e, ok := r.event(name, KindCheck); ok {
+		return e.Value, true, true
+	}
+	return nil, false, true // the check found nothing here the first time
+}
+
 func (r *run) checkInput(name string) (json.RawMessage, bool) {
+	if v, found, ok := r.replayedCheck(name); ok {
+		return v, found
+	}
 	if r.enter("Step.CheckInput", name) != nil {
 		return nil, false
 	}
+	defer r.leave()
 	offered, withdrawn, checked := r.offerState(name)
 	if !offered {
 		panic(nondeterminism{fmt.Sprintf("Step.CheckInput(%q): the task made no offer of that name (see Step.Offer)", name)})
@@ -372,6 +462,7 @@ func (r *run) withdraw(name string) {
 	if r.enter("Step.Withdraw", name) != nil {
 		return
 	}
+	defer r.leave()
 	offered, withdrawn, _ := r.offerState(name)
 	if !offered {
 		panic(nondeterminism{fmt.Sprintf("Step.Withdraw(%q): the task made no offer of that name (see Step.Offer)", name)})
@@ -416,6 +507,7 @@ func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions
 	if err := r.enter("Step.Input", name); err != nil {
 		return nil, err
 	}
+	defer r.leave()
 	now := r.now()
 	if e, ok := r.next(name, KindInput); ok {
 		got, done := r.collect(e)
@@ -491,8 +583,18 @@ type outcome struct {
 	failure *ErrorObject        // nondeterminism or panic
 }
 
-// execute runs h under r and classifies how it ended.
-func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) (out outcome) {
+// execute runs h under r and classifies how it ended. The handler runs on
+// a goroutine of its own: its stack starts shallow, and so does every read
+// of its goroutine id (see guard), which costs in proportion to the stack's
+// depth.
+func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) outcome {
+	done := make(chan outcome, 1)
+	go func() { done <- executeHere(r, h) }()
+	return <-done
+}
+
+// executeHere is execute on the calling goroutine.
+func executeHere(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) (out outcome) {
 	defer func() {
 		p := recover()
 		switch v := p.(type) {
@@ -514,7 +616,8 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: msg}}
 		}
 	}()
-	r.goroutine = goid()
+	r.open()
+	defer r.close()
 	res, err := h(r.ctx, &Step{r: r})
 	return outcome{result: res, err: err}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -280,10 +281,13 @@ type tool struct {
 	name       string
 	support    Support
 	inputFirst bool
-	// paramHeaders: the input schema maps a property to an Mcp-Param
-	// header (x-mcp-header), which the go-sdk validates.
-	paramHeaders bool
-	resolved     *jsonschema.Resolved
+	// paramHeaders reports whether the input schema maps a property to an
+	// Mcp-Param header (x-mcp-header), which the go-sdk validates; decided
+	// on first use (it encodes the schema: work a cold start that never
+	// serves the tool need not do).
+	paramHeaders func() bool
+	// resolved returns the resolved input schema (see AddTool).
+	resolved func() (*jsonschema.Resolved, error)
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
 	// bind decodes raw arguments and returns the handler closed over them.
@@ -295,7 +299,8 @@ type tool struct {
 // it is listed and, for clients without the extension, callable inline.
 func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opts ...ToolOption) {
 	tt := *t
-	if tt.InputSchema == nil {
+	inferred := tt.InputSchema == nil
+	if inferred {
 		schema, err := jsonschema.For[In](nil)
 		if err != nil {
 			panic(fmt.Sprintf("tasks.AddTool %q: inferring the input schema: %v", t.Name, err))
@@ -315,15 +320,10 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 			panic(fmt.Sprintf("tasks.AddTool %q: input schema: %v", t.Name, err))
 		}
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", t.Name, err))
-	}
-	entry := &tool{name: tt.Name, support: support, resolved: resolved}
+	entry := newTool(tt.Name, support, schema, inferred)
 	for _, o := range opts {
 		o(entry)
 	}
-	entry.paramHeaders = usesParamHeaders(schema)
 	entry.bind = func(args json.RawMessage) func(context.Context, *Step) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 			var in In
@@ -339,6 +339,24 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.callInline(ctx, req, entry)
 	})
+}
+
+// newTool returns the registry entry of the tool name with the input
+// schema, outside AddTool so that its code is not repeated for every In. A
+// schema given by the caller is resolved now, so that a bad one fails here;
+// one inferred from In is resolved on the first call that validates
+// arguments, and whether a schema maps Mcp-Param headers is decided on
+// first use (resolving and encoding every tool's schema is work a cold
+// start that never serves the tool need not do).
+func newTool(name string, support Support, schema *jsonschema.Schema, inferred bool) *tool {
+	resolve := sync.OnceValues(func() (*jsonschema.Resolved, error) { return schema.Resolve(nil) })
+	if !inferred {
+		if _, err := resolve(); err != nil {
+			panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", name, err))
+		}
+	}
+	return &tool{name: name, support: support, resolved: resolve,
+		paramHeaders: sync.OnceValue(func() bool { return usesParamHeaders(schema) })}
 }
 
 // missingCapability is the -32021 error naming the tasks extension.
@@ -505,10 +523,14 @@ func (t *tool) validateArgs(raw json.RawMessage) (json.RawMessage, *mcp.CallTool
 	if v == nil {
 		v = map[string]any{}
 	}
-	if err := t.resolved.ApplyDefaults(&v); err != nil {
+	resolved, err := t.resolved()
+	if err != nil {
+		return nil, toolErrorResult(fmt.Errorf("resolving the input schema: %v", err))
+	}
+	if err := resolved.ApplyDefaults(&v); err != nil {
 		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
 	}
-	if err := t.resolved.Validate(v); err != nil {
+	if err := resolved.Validate(v); err != nil {
 		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
 	}
 	b, err := json.Marshal(v)

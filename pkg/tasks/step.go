@@ -25,9 +25,14 @@ import (
 // Do closure, is a programming error the engine detects without crashing
 // the process: that call returns an error wrapping [ErrWrongGoroutine] and
 // does nothing, the handler is unwound at its next Step call, and the task
-// (or the inline call) fails with a message that states the rule. To run
-// work concurrently, run it inside one Do closure and journal the combined
-// result.
+// (or the inline call) fails with a message that states the rule. (A call
+// made while the handler replays what an earlier invocation journaled, a
+// replayed step or a status set between replayed steps, is not checked, to
+// keep replays cheap: it returns the journaled outcome, as the handler's
+// own call would, and the goroutine's first call that does more is
+// caught.) To
+// run work concurrently, run it inside one Do closure and journal the
+// combined result.
 type Step struct {
 	r *run
 }
@@ -44,14 +49,24 @@ func (s *Step) TaskID() string { return s.r.taskID }
 // set after the task's last step (such as "done" before returning) stays
 // on the finished task; an earlier one is cleared when the task ends.
 func (s *Step) Status(msg string) {
-	if s.r.enter("Step.Status", "") != nil {
+	r := s.r
+	if r.tryReplay() {
+		// Between replayed steps: not checked, like the replays around
+		// it (see guard).
+		replaying := r.replaying()
+		if replaying {
+			r.setStatus(msg)
+		}
+		r.leave()
+		if replaying {
+			return
+		}
+	}
+	if r.enter("Step.Status", "") != nil {
 		return
 	}
-	s.r.statusFresh = s.r.cursor >= len(s.r.journal)
-	if s.r.statusMsg != msg {
-		s.r.statusMsg = msg
-		s.r.statusDirty = true
-	}
+	defer r.leave()
+	r.setStatus(msg)
 }
 
 // DoOption configures a [Do] step.

@@ -303,7 +303,9 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	}
 	sctx, span := r.stepSpan(name, att)
 	start := w.s.now()
+	r.stepping(true)
 	v, err, cancelled := w.runStep(r, sctx, name, o, fn)
+	r.stepping(false)
 	end := w.s.now()
 	if cancelled {
 		r.endStep(span, "cancelled", end.Sub(start), att, nil)
