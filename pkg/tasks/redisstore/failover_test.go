@@ -31,8 +31,10 @@ func failoverIDs(t *testing.T, cl *testredis.Cluster, s *Store, master *testredi
 // While one master of a 3-master cluster is killed and replaced, creations
 // of tasks on the other masters keep succeeding: a creation writes to its
 // own task's master only (its keys and its due-index shard).
+//
+// The failover tests run one after the other (not in parallel): each
+// starts a cluster of six servers.
 func TestFailoverCreatesElsewhere(t *testing.T) {
-	t.Parallel()
 	cl := testredis.StartCluster(t, 3, 1)
 	c := cl.Client(t)
 	s := New(c, &Options{Prefix: uniquePrefix(), Shards: 12})
@@ -71,7 +73,6 @@ func TestFailoverCreatesElsewhere(t *testing.T) {
 func TestFailoverWithWait(t *testing.T) {
 	for _, wait := range []int{0, 1} {
 		t.Run(fmt.Sprintf("wait=%d", wait), func(t *testing.T) {
-			t.Parallel()
 			lost := failover(t, wait)
 			if wait > 0 && lost.any() {
 				t.Fatalf("with Wait=%d a failover lost what callers were told is done: %+v", wait, lost)
