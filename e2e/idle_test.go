@@ -67,29 +67,15 @@ func TestIdleWorkersCost(t *testing.T) {
 			t.Fatalf("MCPTASKS_IDLE_WINDOW: %v", err)
 		}
 	}
-	stats := func() map[string]string {
-		info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats").Build()).ToString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(info, "\n") {
-			if name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls="); ok {
-				m[strings.TrimPrefix(name, "cmdstat_")], _, _ = strings.Cut(rest, ",")
-			}
-		}
-		return m
-	}
+	stats := func() map[string]int64 { return testredis.CommandCalls(t, rc) }
 	beforeStats := stats()
 	before := processed()
 	time.Sleep(window)
 	n := processed() - before - 1 // less our own INFO
 	var by []string
 	for name, calls := range stats() {
-		a, _ := strconv.Atoi(calls)
-		b, _ := strconv.Atoi(beforeStats[name])
-		if d := a - b; d > 0 && name != "info" {
-			by = append(by, name+"×"+strconv.Itoa(d))
+		if d := calls - beforeStats[name]; d > 0 && name != "info" {
+			by = append(by, name+"×"+strconv.FormatInt(d, 10))
 		}
 	}
 	slices.Sort(by)

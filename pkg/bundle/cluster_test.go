@@ -147,22 +147,15 @@ func clusterLoad(tb testing.TB, n int) load {
 
 // commandCalls sums the calls of INFO commandstats (a script's inner
 // commands included, as Redis counts them), less the INFO and CONFIG
-// commands of tests and of the client's topology refreshes.
+// commands of tests and the CLUSTER commands of the client's topology
+// refreshes.
 func commandCalls(t testing.TB, c rueidis.Client) int64 {
 	t.Helper()
-	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || name == "cmdstat_info" || name == "cmdstat_config|resetstat" || strings.HasPrefix(name, "cmdstat_cluster") {
-			continue
+	for name, n := range testredis.CommandCalls(t, c) {
+		if name != "info" && name != "config|resetstat" && !strings.HasPrefix(name, "cluster") {
+			sum += n
 		}
-		v, _, _ := strings.Cut(rest, ",")
-		n, _ := strconv.ParseInt(v, 10, 64)
-		sum += n
 	}
 	return sum
 }

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,26 +15,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
-
-// commandCounts reads INFO commandstats through c: calls per command.
-func commandCounts(t testing.TB, c rueidis.Client) map[string]int64 {
-	t.Helper()
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	m := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		calls, _ := strconv.ParseInt(n, 10, 64)
-		m[strings.TrimPrefix(name, "cmdstat_")] = calls
-	}
-	return m
-}
 
 // adminClient is a client of the Redis at url for the test's own reads.
 func adminClient(t *testing.T, url string) rueidis.Client {
@@ -106,9 +84,9 @@ func TestIdleWorkerProcesses(t *testing.T) {
 		startProcess(t, env, true, true)
 	}
 	time.Sleep(time.Second) // startup: each process looks at its shards once
-	before := commandCounts(t, admin)
+	before := testredis.CommandCalls(t, admin)
 	time.Sleep(window)
-	after := commandCounts(t, admin)
+	after := testredis.CommandCalls(t, admin)
 	var total int64
 	var sent []string
 	for name, n := range after {
@@ -132,12 +110,12 @@ func TestSweepersTakeTurns(t *testing.T) {
 	url := testredis.Start(t)
 	admin := adminClient(t, url)
 	env := map[string]string{"REDIS_URL": url, "MCPTASKS_KEY_PREFIX": "sweep:" + tasks.NewID() + ":", "MCPTASKS_SWEEP_INTERVAL": every.String()}
-	before := commandCounts(t, admin)
+	before := testredis.CommandCalls(t, admin)
 	for range 2 {
 		startProcess(t, env, false, true)
 	}
 	time.Sleep(window)
-	after := commandCounts(t, admin)
+	after := testredis.CommandCalls(t, admin)
 	// Each sweep reads the due index once (ZRANGE); nothing else reads it.
 	sweeps, attempts := after["zrange"]-before["zrange"], after["set"]-before["set"]
 	t.Logf("%d sweeps, %d lock attempts in %v", sweeps, attempts, window)

@@ -304,26 +304,6 @@ func subscriberID(t *testing.T, c rueidis.Client, n int) string {
 	return ""
 }
 
-// commandCounts reads INFO commandstats: calls per command.
-func commandCounts(t testing.TB, c rueidis.Client) map[string]int64 {
-	t.Helper()
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	m := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		calls, _ := strconv.ParseInt(n, 10, 64)
-		m[strings.TrimPrefix(name, "cmdstat_")] = calls
-	}
-	return m
-}
-
 // Two idle processes of four consumers each, over a window shorter than
 // the poll interval, send Redis no command at all once they have looked
 // at their shards: idle consumers wait on their process's subscription.
@@ -363,9 +343,9 @@ func TestIdleConsumersSendNothing(t *testing.T) {
 	mustEnqueue(t, qs[0], id, time.Time{})
 	expect(t, seen, id)
 	time.Sleep(300 * time.Millisecond)
-	before := commandCounts(t, admin)
+	before := testredis.CommandCalls(t, admin)
 	time.Sleep(2 * time.Second)
-	after := commandCounts(t, admin)
+	after := testredis.CommandCalls(t, admin)
 	var sent []string
 	for name, n := range after {
 		if d := n - before[name]; d > 0 && name != "info" {
@@ -398,9 +378,9 @@ func TestIdleCostPerProcessNotPerConsumer(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	before := commandCounts(t, c)
+	before := testredis.CommandCalls(t, c)
 	time.Sleep(window)
-	after := commandCounts(t, c)
+	after := testredis.CommandCalls(t, c)
 	limit := int64(procs * shards * (int(window/poll) + 1))
 	for name, n := range after {
 		d := n - before[name]
