@@ -21,7 +21,7 @@ type script struct {
 // dispatchLua is the prelude of the scripts of a Store that enqueues
 // through a Redis queue on the same standalone server (Options.Queue). Its
 // scripts also keep the due index themselves, so that every transition is
-// one round trip: the queue's sorted set and wake list are the last two
+// one round trip: the task's queue shard and its wake channel are the last two
 // KEYS, the due index the one before (and, for Commit and Cancel, the
 // owner's live set before it); the task id is the hash tag of KEYS[1].
 //
