@@ -61,12 +61,7 @@ func TestIdleWorkersCost(t *testing.T) {
 		t.Fatal("no total_commands_processed in INFO")
 		return 0
 	}
-	window := 15 * time.Second
-	if v := os.Getenv("MCPTASKS_IDLE_WINDOW"); v != "" {
-		if window, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("MCPTASKS_IDLE_WINDOW: %v", err)
-		}
-	}
+	window := idleWindow(t)
 	stats := func() map[string]int64 { return testredis.CommandCalls(t, rc) }
 	beforeStats := stats()
 	before := processed()
@@ -84,4 +79,72 @@ func TestIdleWorkersCost(t *testing.T) {
 	if rate > 2 {
 		t.Errorf("idle workers cost %.2f commands/s, want at most 2", rate)
 	}
+}
+
+// TestIdleWorkersCostCluster is TestIdleWorkersCost on a 3-master Redis
+// Cluster of the test's own (12 queue and due-index shards by default):
+// the idle processes look at every shard once a minute and take turns
+// sweeping, and their clients' keep-alive PINGs come once a minute per
+// connection; all of it together stays within 2 commands a second.
+func TestIdleWorkersCostCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("watches idle workers for 15s")
+	}
+	t.Parallel()
+	cl := testredis.StartCluster(t, 3, 0)
+	env := []string{"REDIS_URL=" + cl.URL}
+	w1, w2 := start(t, env, "worker"), start(t, env, "worker")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(w1.Log(), "worker running") || !strings.Contains(w2.Log(), "worker running") {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers did not start:\n%s\n%s", w1.Log(), w2.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // past the start-up commands
+	window := idleWindow(t)
+	masters := cl.Masters(t)
+	// The commands of the workers: every command but the test's own INFO
+	// and its client's and the harness's topology reads.
+	count := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, n := range masters {
+			for name, calls := range testredis.CommandCalls(t, n.Client()) {
+				if name != "info" && !strings.HasPrefix(name, "cluster") {
+					m[n.Addr+" "+name] = calls
+				}
+			}
+		}
+		return m
+	}
+	before := count()
+	time.Sleep(window)
+	var n int64
+	var by []string
+	for k, calls := range count() {
+		if d := calls - before[k]; d > 0 {
+			n += d
+			by = append(by, k+"×"+strconv.FormatInt(d, 10))
+		}
+	}
+	slices.Sort(by)
+	rate := float64(n) / window.Seconds()
+	t.Logf("two idle worker processes on a 3-master cluster: %d commands in %v (%.2f/s): %v", n, window, rate, by)
+	if rate > 2 {
+		t.Errorf("idle workers cost %.2f commands/s on a cluster, want at most 2", rate)
+	}
+}
+
+// idleWindow is how long the idle tests watch: 15s, or
+// MCPTASKS_IDLE_WINDOW.
+func idleWindow(t *testing.T) time.Duration {
+	t.Helper()
+	window := 15 * time.Second
+	if v := os.Getenv("MCPTASKS_IDLE_WINDOW"); v != "" {
+		var err error
+		if window, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("MCPTASKS_IDLE_WINDOW: %v", err)
+		}
+	}
+	return window
 }

@@ -320,7 +320,12 @@ func runNode(bin, dir string, port, bus int, nodeTimeout time.Duration) (*Node, 
 			return nil, fmt.Errorf("redis-server on port %d was not ready in 10s:\n%s", port, n.Log())
 		}
 	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{n.Addr}, ForceSingleClient: true, DisableCache: true})
+	// Its keep-alive PINGs are rare, so that a test counting a node's
+	// commands counts little of its own (rueidis pings an idle connection
+	// every second by default).
+	opt := rueidis.ClientOption{InitAddress: []string{n.Addr}, ForceSingleClient: true, DisableCache: true}
+	opt.Dialer.KeepAlive = time.Minute
+	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		n.stop()
 		return nil, fmt.Errorf("connecting to %s: %w", n.Addr, err)

@@ -380,12 +380,16 @@ const (
 	// detected and replaced instead of hanging the next invocation.
 	redisWriteTimeout = 10 * time.Second
 	// redisKeepAlive is how long a connection may sit idle before rueidis
-	// PINGs it (and the TCP keep-alive interval). rueidis's 1s default
-	// makes an idle worker process cost several commands a second, billed
-	// on metered Redis; a dead idle connection is still found within
-	// redisKeepAlive + redisWriteTimeout, and requests are bounded by
-	// MCPTASKS_STORE_TIMEOUT meanwhile.
-	redisKeepAlive = 10 * time.Second
+	// PINGs it (and the TCP keep-alive interval). Each connection pings on
+	// its own, and a client holds several per server (more on a Cluster:
+	// some per master), so rueidis's 1s default makes an idle worker
+	// process cost tens of commands a second, billed on metered Redis; at
+	// 10s, two idle processes on a 3-master cluster still sent 3.4 PINGs a
+	// second. A dead idle connection is still found within redisKeepAlive
+	// + redisWriteTimeout, and requests are bounded by
+	// MCPTASKS_STORE_TIMEOUT meanwhile; 60s stays below the idle timeouts
+	// of load balancers and NATs in front of managed Redis (350s on AWS).
+	redisKeepAlive = 60 * time.Second
 )
 
 // RedisOptions returns the rueidis options a bundle connects to
