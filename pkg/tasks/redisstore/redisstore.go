@@ -402,7 +402,11 @@ func (s *Store) run(ctx context.Context, sc script, keys, args []string, before,
 	waited = waited && s.wait > 0
 	cmds := make([]rueidis.Completed, 0, len(before)+2+len(after))
 	cmds = append(cmds, before...)
-	cmds = append(cmds, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	evalsha := s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	if sc.retryable {
+		evalsha = evalsha.ToRetryable() // as sc.lua.Exec would send it
+	}
+	cmds = append(cmds, evalsha)
 	if waited {
 		cmds = append(cmds, s.waitCmd(keys[0]))
 	}
@@ -456,13 +460,14 @@ func (s *Store) acknowledged(ack rueidis.RedisResult) error {
 // schedule returns the commands that set a task's next attention time in
 // the due index (a zero time removes it) and refresh the index's expiry.
 func (s *Store) schedule(id string, at time.Time) []rueidis.Completed {
+	key := s.dueKey(id)
 	var cmd rueidis.Completed
 	if at.IsZero() {
-		cmd = s.c.B().Zrem().Key(s.dueKey(id)).Member(id).Build()
+		cmd = s.c.B().Zrem().Key(key).Member(id).Build()
 	} else {
-		cmd = s.c.B().Zadd().Key(s.dueKey(id)).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
+		cmd = s.c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(at.UnixMilli()), id).Build()
 	}
-	return []rueidis.Completed{cmd, s.c.B().Pexpire().Key(s.dueKey(id)).Milliseconds(s.indexTTL.Milliseconds()).Build()}
+	return []rueidis.Completed{cmd, s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build()}
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -940,9 +945,10 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case s.Dispatches(): // the script keeps the due index
 	case op == "keep":
 	case op == "release" && ch.WakeAt.IsZero():
+		key := s.dueKey(id)
 		after = []rueidis.Completed{
-			s.c.B().Zadd().Key(s.dueKey(id)).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
-			s.c.B().Pexpire().Key(s.dueKey(id)).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
 		}
 	case op == "park":
 		due = c.Task.ExpiresAt()

@@ -16,6 +16,9 @@ type script struct {
 	lua *rueidis.Lua
 	sha string
 	src string
+	// retryable: the client may send the script again after a connection
+	// failure (it is idempotent).
+	retryable bool
 }
 
 // dispatchLua is the prelude of the scripts of a Store that enqueues
@@ -87,7 +90,7 @@ func newScript(src string, retryable bool) script {
 	if retryable {
 		l = rueidis.NewLuaScriptRetryable(src)
 	}
-	return script{lua: l, sha: hex.EncodeToString(sum[:]), src: src}
+	return script{lua: l, sha: hex.EncodeToString(sum[:]), src: src, retryable: retryable}
 }
 
 // Every transition of a task is one of these scripts. Update and Cancel
