@@ -65,7 +65,7 @@ type Config struct {
 	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
 	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
-	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default 5s)
+	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
 	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
