@@ -176,16 +176,7 @@ func clusterBinaries(tb testing.TB) (server, cli string) {
 // Client returns a cluster-mode client of c, closed when tb ends.
 func (c *Cluster) Client(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	opt, err := rueidis.ParseURL(c.URL)
-	if err != nil {
-		tb.Fatalf("testredis: parsing %s: %v", c.URL, err)
-	}
-	opt.DisableCache = true
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		tb.Fatalf("testredis: connecting to the cluster: %v", err)
-	}
-	tb.Cleanup(rc.Close)
+	rc := Connect(tb, c.URL)
 	if rc.Mode() != rueidis.ClientModeCluster {
 		tb.Fatalf("testredis: the client of %s is in %s mode, want cluster", c.URL, rc.Mode())
 	}

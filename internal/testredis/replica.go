@@ -16,7 +16,7 @@ import (
 func StartReplica(tb testing.TB, primary *Server) *Server {
 	tb.Helper()
 	replica := StartServer(tb)
-	rc := connect(tb, replica.URL)
+	rc := Connect(tb, replica.URL)
 	host, portStr, _ := strings.Cut(strings.TrimPrefix(primary.URL, "redis://"), ":")
 	port, err := strconv.ParseInt(portStr, 10, 64)
 	if err != nil {
@@ -40,8 +40,9 @@ func StartReplica(tb testing.TB, primary *Server) *Server {
 	}
 }
 
-// connect returns a client of the server at url, closed when tb ends.
-func connect(tb testing.TB, url string) rueidis.Client {
+// Connect returns a client of the Redis at url (a redis:// URL, one server
+// or a cluster's nodes), client-side caching off, closed when tb ends.
+func Connect(tb testing.TB, url string) rueidis.Client {
 	tb.Helper()
 	opt, err := rueidis.ParseURL(url)
 	if err != nil {

@@ -167,10 +167,7 @@ func Client(tb testing.TB, backend string) rueidis.Client {
 	var opt rueidis.ClientOption
 	switch backend {
 	case "redis-server":
-		var err error
-		if opt, err = rueidis.ParseURL(Start(tb)); err != nil {
-			tb.Fatalf("testredis: parsing the Redis URL: %v", err)
-		}
+		return Connect(tb, Start(tb))
 	case "embedded":
 		s, err := embedredis.Start()
 		if err != nil {

@@ -20,17 +20,7 @@ func replicated(t *testing.T) (rueidis.Client, *testredis.Server) {
 	t.Helper()
 	primary := testredis.StartServer(t)
 	replica := testredis.StartReplica(t, primary)
-	opt, err := rueidis.ParseURL(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, replica
+	return testredis.Connect(t, primary.URL), replica
 }
 
 // With Options.Wait, every transition a caller relies on is acknowledged
