@@ -4,14 +4,23 @@
 // API receiving its answer to the first invocation, which includes the Go
 // runtime's start, building the bundle and dialing Redis. Each bootstrap
 // is built as SAM builds it (static, -tags lambda.norpc, stripped), for
-// this machine's architecture so that it runs here, and started -n times.
+// this machine's architecture so that it runs here, and started -n times;
+// the bootstraps take turns, so that a change in the machine's load falls
+// on all of them alike.
 //
-//	go run ./e2e/coldstart [-n 20] [-json bench-results/coldstart.json]
+//	go run ./e2e/coldstart [-n 20] [-json bench-results/coldstart.json] [-old name=DIR]...
+//
+// Beside them it measures the floor (e2e/coldstart/floor: a Function URL
+// function built the same way that answers a fixed result, no Redis, no
+// MCP server), reports each bootstrap's start over the floor's in the same
+// round, and the MCP bootstrap with tracing on (e2e/coldstart/traced).
+// -old name=DIR adds the bootstraps built from another checkout (an
+// older commit) for a before/after in one run.
 //
 // The first invocations are: a Function URL event carrying server/discover
-// (mcp), an SQS record for a task id that does not exist (worker: it claims
-// in Redis and skips), and a scheduled event (sweep: one Due read).
-// scripts/bench runs it; it prints a Markdown table.
+// (mcp, floor), an SQS record for a task id that does not exist (worker:
+// it claims in Redis and skips), and a scheduled event (sweep: one Due
+// read). scripts/bench runs it; it prints a Markdown table.
 package main
 
 import (
@@ -39,17 +48,19 @@ import (
 func main() {
 	n := flag.Int("n", 20, "starts per bootstrap")
 	jsonOut := flag.String("json", "bench-results/coldstart.json", "where to write the results as JSON")
+	var olds oldFlags
+	flag.Var(&olds, "old", "`name=DIR`: also measure the bootstraps built from the checkout in DIR (an older commit), interleaved with the new ones (repeatable)")
 	flag.Parse()
 	log.SetFlags(0)
-	rows, err := run(context.Background(), *n)
+	rows, err := run(context.Background(), *n, olds)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("\nLambda cold starts: %s/%s, %d starts each, process start → first invocation answered (incl. the Redis dial)\n\n", runtime.GOOS, runtime.GOARCH, *n)
-	fmt.Println("| bootstrap | size | p50 ms | p99 ms | max ms |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("\nLambda cold starts: %s/%s, %d starts each (interleaved), process start → first invocation answered (incl. the Redis dial)\n\n", runtime.GOOS, runtime.GOARCH, *n)
+	fmt.Println("| bootstrap | size | p50 ms | p99 ms | max ms | over the floor, p50 ms |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Printf("| %s | %.2f MB | %.2f | %.2f | %.2f |\n", r.Function, float64(r.Bytes)/1e6, r.P50Ms, r.P99Ms, r.MaxMs)
+		fmt.Printf("| %s | %.2f MB | %.2f | %.2f | %.2f | %.2f |\n", r.Name(), float64(r.Bytes)/1e6, r.P50Ms, r.P99Ms, r.MaxMs, r.OverFloorP50Ms)
 	}
 	if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
 		log.Fatal(err)
@@ -60,17 +71,83 @@ func main() {
 	}
 }
 
-// Row is one bootstrap's cold starts.
-type Row struct {
-	Function string  `json:"function"`
-	Bytes    int64   `json:"bytes"`
-	Starts   int     `json:"starts"`
-	P50Ms    float64 `json:"p50Ms"`
-	P99Ms    float64 `json:"p99Ms"`
-	MaxMs    float64 `json:"maxMs"`
+// oldFlags are the -old name=DIR flags.
+type oldFlags []oldBuild
+
+type oldBuild struct{ name, dir string }
+
+func (o *oldFlags) String() string { return fmt.Sprint(*o) }
+
+func (o *oldFlags) Set(v string) error {
+	name, dir, ok := strings.Cut(v, "=")
+	if !ok || name == "" || dir == "" {
+		return errors.New("want name=DIR")
+	}
+	*o = append(*o, oldBuild{name, dir})
+	return nil
 }
 
-func run(ctx context.Context, n int) ([]Row, error) {
+// Row is one bootstrap's cold starts.
+type Row struct {
+	// Function is the bootstrap: floor, mcp, worker or sweep.
+	Function string `json:"function"`
+	// Variant is "" for this checkout's build, "traced" for the MCP
+	// bootstrap with OpenTelemetry's exporters on, or an -old name.
+	Variant string  `json:"variant,omitempty"`
+	Bytes   int64   `json:"bytes"`
+	Starts  int     `json:"starts"`
+	P50Ms   float64 `json:"p50Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+	// OverFloorP50Ms is the median, over the rounds, of this bootstrap's
+	// start minus the floor's start in the same round.
+	OverFloorP50Ms float64 `json:"overFloorP50Ms"`
+}
+
+// Name is the row's label.
+func (r Row) Name() string {
+	if r.Variant == "" {
+		return r.Function
+	}
+	return r.Function + " (" + r.Variant + ")"
+}
+
+// bootstrap is one binary to measure.
+type bootstrap struct {
+	fn, variant string
+	dir, pkg    string   // built from pkg in the checkout dir ("" = this one)
+	env         []string // added to its environment
+	bin         string
+	bytes       int64
+}
+
+// bootstraps are what one run measures: the floor, the three functions,
+// the MCP bootstrap with tracing on, and the three functions of each -old
+// checkout.
+func bootstraps(olds []oldBuild) []*bootstrap {
+	bs := []*bootstrap{
+		{fn: "floor", pkg: "./e2e/coldstart/floor"},
+		{fn: "mcp", pkg: "./cmd/lambda/mcp"},
+		{fn: "worker", pkg: "./cmd/lambda/worker"},
+		{fn: "sweep", pkg: "./cmd/lambda/sweep"},
+		{fn: "mcp", variant: "traced", pkg: "./e2e/coldstart/traced", env: []string{
+			"OTEL_TRACES_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none",
+			// Spans are batched; nothing listens here and the process
+			// ends before the batch would be sent.
+			"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9",
+		}},
+	}
+	for _, o := range olds {
+		for _, fn := range []string{"mcp", "worker", "sweep"} {
+			bs = append(bs, &bootstrap{fn: fn, variant: o.name, dir: o.dir, pkg: "./cmd/lambda/" + fn})
+		}
+	}
+	return bs
+}
+
+// run builds every bootstrap and starts each n times, one of each in
+// turn, so that a change in the machine's load falls on all of them alike.
+func run(ctx context.Context, n int, olds []oldBuild) ([]Row, error) {
 	dir, err := os.MkdirTemp("", "mcptasks-coldstart")
 	if err != nil {
 		return nil, err
@@ -81,37 +158,50 @@ func run(ctx context.Context, n int) ([]Row, error) {
 		return nil, err
 	}
 	defer stopRedis()
-	var rows []Row
-	for _, fn := range []string{"mcp", "worker", "sweep"} {
-		bin := filepath.Join(dir, fn)
-		build := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/lambda/"+fn)
+	bs := bootstraps(olds)
+	for i, b := range bs {
+		b.bin = filepath.Join(dir, fmt.Sprintf("bootstrap-%d-%s", i, b.fn))
+		build := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", b.bin, b.pkg)
+		build.Dir = b.dir
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building %s: %w\n%s", fn, err, out)
+			return nil, fmt.Errorf("building %s in %q: %w\n%s", b.pkg, b.dir, err, out)
 		}
-		st, err := os.Stat(bin)
+		st, err := os.Stat(b.bin)
 		if err != nil {
 			return nil, err
 		}
-		var took []time.Duration
-		for i := range n {
-			d, err := coldStart(ctx, bin, fn, redisURL, i)
+		b.bytes = st.Size()
+	}
+	took := make([][]time.Duration, len(bs))
+	for i := range n {
+		for j, b := range bs {
+			d, err := coldStart(ctx, b, redisURL, i)
 			if err != nil {
-				return nil, fmt.Errorf("%s start %d: %w", fn, i, err)
+				return nil, fmt.Errorf("%s start %d: %w", b.fn, i, err)
 			}
-			took = append(took, d)
+			took[j] = append(took[j], d)
 		}
-		slices.Sort(took)
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		rows = append(rows, Row{Function: fn, Bytes: st.Size(), Starts: n,
-			P50Ms: ms(took[len(took)/2]), P99Ms: ms(took[(len(took)*99)/100]), MaxMs: ms(took[len(took)-1])})
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var rows []Row
+	for j, b := range bs {
+		over := make([]time.Duration, n)
+		for i := range n {
+			over[i] = took[j][i] - took[0][i]
+		}
+		slices.Sort(over)
+		t := slices.Sorted(slices.Values(took[j]))
+		rows = append(rows, Row{Function: b.fn, Variant: b.variant, Bytes: b.bytes, Starts: n,
+			P50Ms: ms(t[n/2]), P99Ms: ms(t[(n*99)/100]), MaxMs: ms(t[n-1]), OverFloorP50Ms: ms(over[n/2])})
 	}
 	return rows, nil
 }
 
 // coldStart starts bin under a fresh Runtime API with its first event
 // already queued, and returns how long until the answer arrived.
-func coldStart(ctx context.Context, bin, fn, redisURL string, i int) (time.Duration, error) {
+func coldStart(ctx context.Context, b *bootstrap, redisURL string, i int) (time.Duration, error) {
+	bin, fn := b.bin, b.fn
 	api, err := lambdart.Start()
 	if err != nil {
 		return 0, err
@@ -138,6 +228,7 @@ func coldStart(ctx context.Context, bin, fn, redisURL string, i int) (time.Durat
 		"MCPTASKS_SQS_QUEUE_URL=http://127.0.0.1:9/000000000000/mcptasks-tasks",
 		"MCPTASKS_LOG_LEVEL=WARN",
 	}
+	cmd.Env = append(cmd.Env, b.env...)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	start := time.Now()
@@ -163,7 +254,7 @@ func coldStart(ctx context.Context, bin, fn, redisURL string, i int) (time.Durat
 // firstEvent is the first invocation's event for fn.
 func firstEvent(fn string) ([]byte, error) {
 	switch fn {
-	case "mcp":
+	case "mcp", "floor":
 		body, hdr := mcptest.NewClient("unused", false).Envelope("server/discover", nil)
 		headers := map[string]string{}
 		for k, v := range hdr {
