@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -91,6 +96,9 @@ func TestRedisOptions(t *testing.T) {
 	}
 	if opt.TLSConfig == nil {
 		t.Error("rediss:// without TLS")
+	}
+	if opt.RingScaleEachConn != redisRingScale || opt.ReadBufferEachConn != redisConnBuffer || opt.WriteBufferEachConn != redisConnBuffer {
+		t.Errorf("connection sizes: ring 2^%d, buffers %d/%d", opt.RingScaleEachConn, opt.ReadBufferEachConn, opt.WriteBufferEachConn)
 	}
 	opt, err = redisOptions("redis://h:6379?dial_timeout=2s&write_timeout=3s")
 	if err != nil {
@@ -241,5 +249,57 @@ func TestRedisWaitNeedsRedisURL(t *testing.T) {
 	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
 	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_REDIS_WAIT needs REDIS_URL") {
 		t.Fatalf("New with MCPTASKS_REDIS_WAIT on the embedded Redis: %v", err)
+	}
+}
+
+type bigArgs struct {
+	Pad string `json:"pad"`
+	N   int    `json:"n"`
+}
+
+// Values larger than a connection's 64 KiB buffers (redisConnBuffer) go
+// through a bundle on redis-server whole: arguments of 300 kB stored with
+// the task, a step's 700 kB result journaled and replayed, the result
+// read back by the client.
+func TestValuesLargerThanConnectionBuffers(t *testing.T) {
+	t.Parallel()
+	cfg, err := FromEnv(envOf(map[string]string{"REDIS_URL": testredis.Start(t)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
+				out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
+				if err != nil {
+					return nil, err
+				}
+				// A second step replays the first's 700 kB from the journal.
+				if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
+					return nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
+			})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: register})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go b.RunWorkers(ctx, 1)
+	srv := httptest.NewServer(b.Handler)
+	defer srv.Close()
+	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", 300_000), N: 700_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("result: %+v", res)
+	}
+	want := "300000:" + strings.Repeat("y", 700_000)
+	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
 	}
 }

@@ -91,12 +91,45 @@ func (p *Process) Bundle() (*bundle.Bundle, error) {
 		p.lastErr, p.retryAt = err, time.Now().Add(failedBuildBackoff)
 		return nil, err
 	}
+	p.built(b)
+	return b, nil
+}
+
+// Prepare starts building the bundle in the background, for a platform
+// that hands the process its first request only after the process asks
+// for it (AWS Lambda's runtime API): the Redis dial then overlaps with
+// that exchange instead of preceding it. Bundle waits for this build. A
+// failed one is not remembered: the next Bundle builds again at once (the
+// background build may have failed only because the sandbox was frozen
+// while it dialled). The builder logs why a build failed.
+func (p *Process) Prepare() {
+	p.mu.Lock() // held until the build ends, so Bundle waits for it
+	go func() {
+		defer p.mu.Unlock()
+		if p.b != nil {
+			return
+		}
+		if b, err := p.build(); err == nil {
+			p.built(b)
+		}
+	}()
+}
+
+// Built returns the bundle if it has been built, waiting for a build under
+// way, or nil.
+func (p *Process) Built() *bundle.Bundle {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.b
+}
+
+// built keeps b, the bundle just built.
+func (p *Process) built(b *bundle.Bundle) {
 	p.b, p.lastErr = b, nil
 	if p.pushQueue != "" && b.Config.Queue != p.pushQueue {
 		b.Log().Warn("MCPTASKS_QUEUE is not this platform's push queue: tasks run only if worker processes consume it elsewhere",
 			"queue", b.Config.Queue, "want", p.pushQueue)
 	}
-	return b, nil
 }
 
 // build makes the bundle from the environment, logging why it failed.

@@ -56,3 +56,44 @@ func TestProcess(t *testing.T) {
 		t.Error("an unknown MCPTASKS_APP was served")
 	}
 }
+
+// Prepare builds the bundle in the background and Bundle waits for that
+// build rather than starting its own; a failed background build is not
+// remembered: the next Bundle builds again at once.
+func TestProcessPrepare(t *testing.T) {
+	good := testredis.Start(t)
+	env := map[string]string{"REDIS_URL": good}
+	var built atomic.Int32
+	logger := func(cfg bundle.Config) *slog.Logger {
+		built.Add(1)
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	app := &tasks.App{Name: "one"}
+	p := platform.NewProcess([]*tasks.App{app}, func(k string) string { return env[k] }, logger)
+	p.Prepare()
+	b, err := p.Bundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if p.Built() != b || built.Load() != 1 {
+		t.Errorf("%d builds, Built %p, Bundle %p: want the prepared bundle, built once", built.Load(), p.Built(), b)
+	}
+
+	env2 := map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}
+	built.Store(0)
+	p = platform.NewProcess([]*tasks.App{app}, func(k string) string { return env2[k] }, logger)
+	p.Prepare()
+	if p.Built() != nil { // waits for the background build, which fails
+		t.Fatal("a bundle on an unreachable Redis was built")
+	}
+	env2["REDIS_URL"] = good
+	b, err = p.Bundle()
+	if err != nil {
+		t.Fatalf("Bundle after a failed background build: %v (want a new build at once)", err)
+	}
+	t.Cleanup(b.Close)
+	if built.Load() != 2 {
+		t.Errorf("%d builds, want 2 (the failed background one, then Bundle's)", built.Load())
+	}
+}

@@ -15,9 +15,11 @@
 //   - [SweepHandler]: the scheduled sweeper.
 //
 // The Start functions are the binaries' whole main: they build the
-// process's bundle during the Lambda init phase (so the Redis dial happens
-// there, once per sandbox, reused by every warm invocation), close it on
-// SIGTERM, and start the runtime loop. With several apps, MCPTASKS_APP
+// process's bundle once per sandbox (the Redis dial, reused by every warm
+// invocation) — on an on-demand cold start while the runtime client
+// fetches the first event, in the init phase when the sandbox is
+// initialised ahead of its events —, close it on SIGTERM, and start the
+// runtime loop. With several apps, MCPTASKS_APP
 // selects one by name. The binaries link the SQS adapter and neither the
 // QStash adapter nor the embedded Redis.
 package awslambda
@@ -103,20 +105,40 @@ func SweepHandler(b *bundle.Bundle) func(context.Context, events.CloudWatchEvent
 
 // StartMCP runs the MCP Function URL binary (cmd/lambda/mcp).
 func StartMCP(apps ...*tasks.App) {
-	b := mustBundle(apps)
-	lambdaurl.Start(b.Handler, lambda.WithEnableSIGTERM(b.Close))
+	p := start(apps)
+	lambda.StartHandlerFunc(func(ctx context.Context, req *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+		b, err := p.Bundle()
+		if err != nil {
+			return unavailable(ctx, req)
+		}
+		return MCPHandler(b)(ctx, req)
+	}, lambda.WithEnableSIGTERM(closer(p)))
 }
 
-// StartWorker runs the SQS worker binary (cmd/lambda/worker).
+// StartWorker runs the SQS worker binary (cmd/lambda/worker). While the
+// bundle cannot be built the invocation fails, and SQS redelivers its
+// batch.
 func StartWorker(apps ...*tasks.App) {
-	b := mustBundle(apps)
-	lambda.StartWithOptions(WorkerHandler(b), lambda.WithEnableSIGTERM(b.Close))
+	p := start(apps)
+	lambda.StartHandlerFunc(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		b, err := p.Bundle()
+		if err != nil {
+			return events.SQSEventResponse{}, err
+		}
+		return WorkerHandler(b)(ctx, ev)
+	}, lambda.WithEnableSIGTERM(closer(p)))
 }
 
 // StartSweep runs the scheduled sweeper binary (cmd/lambda/sweep).
 func StartSweep(apps ...*tasks.App) {
-	b := mustBundle(apps)
-	lambda.StartWithOptions(SweepHandler(b), lambda.WithEnableSIGTERM(b.Close))
+	p := start(apps)
+	lambda.StartHandlerFunc(func(ctx context.Context, ev events.CloudWatchEvent) (tasks.SweepResult, error) {
+		b, err := p.Bundle()
+		if err != nil {
+			return tasks.SweepResult{}, err
+		}
+		return SweepHandler(b)(ctx, ev)
+	}, lambda.WithEnableSIGTERM(closer(p)))
 }
 
 // WithSQS makes a bundle able to send to Amazon SQS (MCPTASKS_QUEUE=sqs)
@@ -137,13 +159,51 @@ func WithSQS(c sqsqueue.Sender) bundle.Option {
 	})
 }
 
-// mustBundle builds the process's bundle during the init phase, logging
-// JSON (the template's LogFormat) at MCPTASKS_LOG_LEVEL. A failure ends the
-// process: Lambda reports an init error and retries with a fresh sandbox.
-func mustBundle(apps []*tasks.App) *bundle.Bundle {
-	b, err := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).ExpectQueue(bundle.QueueSQS).Bundle()
-	if err != nil {
-		os.Exit(1) // the builder logged why
+// start returns the process's bundle, logging JSON (the template's
+// LogFormat) at MCPTASKS_LOG_LEVEL, built at once or in the background as
+// the sandbox's initialisation allows (aheadOfEvents).
+func start(apps []*tasks.App) *platform.Process {
+	p := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).ExpectQueue(bundle.QueueSQS)
+	if aheadOfEvents(os.Getenv("AWS_LAMBDA_INITIALIZATION_TYPE")) {
+		if _, err := p.Bundle(); err != nil {
+			os.Exit(1) // the builder logged why; Lambda reports an init error
+		}
+		return p
 	}
-	return b
+	p.Prepare()
+	return p
+}
+
+// aheadOfEvents reports whether Lambda initialises this sandbox ahead of
+// its first event (AWS_LAMBDA_INITIALIZATION_TYPE provisioned-concurrency,
+// snap-start, or any other than on-demand), so that it may freeze the
+// sandbox as soon as the runtime asks for an event: the bundle (the Redis
+// dial) is then built during the init phase, before asking. On an
+// on-demand cold start the event is already waiting, so the bundle is
+// built in the background while the runtime client registers and fetches
+// it (platform.Process.Prepare), and the invocation waits for the bundle:
+// the dial overlaps with the runtime API's round trips instead of
+// preceding them.
+func aheadOfEvents(initType string) bool {
+	return initType != "" && initType != "on-demand"
+}
+
+// closer closes the process's bundle at SIGTERM, if it was built.
+func closer(p *platform.Process) func() {
+	return func() {
+		if b := p.Built(); b != nil {
+			b.Close()
+		}
+	}
+}
+
+// unavailable answers a Function URL request when the bundle cannot be
+// built: 500 with the same body as the Vercel functions (the builder
+// logged why).
+func unavailable(ctx context.Context, req *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
+	return lambdaurl.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error":"server misconfigured or store unreachable"}` + "\n"))
+	}))(ctx, req)
 }
