@@ -226,6 +226,11 @@ func endSpan(span trace.Span, err error) {
 // worker's commit or a resuming update.
 func (s *Store) Dispatches() bool { return s.queueKeys != nil }
 
+// HonoursDeadline implements tasks.DeadlineHonourer: every call returns
+// soon after its context's deadline, since rueidis sets each connection's
+// deadline (and a dial's) from the context.
+func (s *Store) HonoursDeadline() bool { return true }
+
 // withQueue appends task id's due-index shard and queue keys to a
 // transition script's keys when the store dispatches (see dispatchLua).
 func (s *Store) withQueue(id string, keys ...string) []string {
