@@ -190,10 +190,11 @@ type Server struct {
 	// contexts' deadlines (DeadlineHonourer), so a request calls them
 	// directly (see await).
 	storeDirect, queueDirect bool
-	opts     Options
-	log      *slog.Logger
-	tools    map[string]*tool
-	impl     *mcp.Implementation
+
+	opts  Options
+	log   *slog.Logger
+	tools map[string]*tool
+	impl  *mcp.Implementation
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
