@@ -852,7 +852,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	}
 	journal := make([]tasks.Entry, len(raw))
 	for i, e := range raw {
-		if err := json.Unmarshal([]byte(e), &journal[i]); err != nil {
+		if journal[i], err = decodeEntry(e); err != nil {
 			return nil, fmt.Errorf("redisstore: claim %s: journal entry %d: %w", id, i, err)
 		}
 	}
