@@ -353,8 +353,9 @@ local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
 local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
 local i = 14
-for k = 1, n do redis.call('RPUSH', KEYS[3], ARGV[i+k]) end
-if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+-- One RPUSH of the new entries; the journal gets its expiry when this
+-- push created it (a journal that exists has it already).
+if n > 0 and redis.call('RPUSH', KEYS[3], unpack(ARGV, i+1, i+n)) == n then redis.call('PEXPIREAT', KEYS[3], exp) end
 i = i + n
 local park = i
 i = i + 2*np
