@@ -44,7 +44,11 @@ func BenchmarkGoid(b *testing.B) {
 // same time (-race), at most one of them gets the journaled value, every
 // other is refused, and the run fails with the rule.
 func TestGuardReplayFromGoroutines(t *testing.T) {
-	r := &run{ctx: t.Context(), mode: modeInline, journal: []Entry{
+	withTrampolines(t, testGuardReplayFromGoroutines)
+}
+
+func testGuardReplayFromGoroutines(t *testing.T, tramps *trampolines) {
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
 		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
 		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
 	}}
@@ -83,7 +87,11 @@ func TestGuardReplayFromGoroutines(t *testing.T) {
 // returned, even for a call that would replay, and it changes nothing of
 // the run.
 func TestGuardAfterReturn(t *testing.T) {
-	r := &run{ctx: t.Context(), mode: modeInline, journal: []Entry{
+	withTrampolines(t, testGuardAfterReturn)
+}
+
+func testGuardAfterReturn(t *testing.T, tramps *trampolines) {
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
 		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
 		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
 	}}
@@ -107,4 +115,85 @@ func TestGuardAfterReturn(t *testing.T) {
 	if r.cursor != 1 || r.statusMsg != "" {
 		t.Errorf("a call after the handler returned changed the run: cursor %d, status %q", r.cursor, r.statusMsg)
 	}
+}
+
+// withTrampolines runs test with the goroutine id check (no trampolines),
+// with trampolines, and with none of them free (the run falls back to the
+// goroutine id).
+func withTrampolines(t *testing.T, test func(*testing.T, *trampolines)) {
+	t.Run("goid", func(t *testing.T) { test(t, nil) })
+	t.Run("trampoline", func(t *testing.T) { test(t, newTrampolines()) })
+	t.Run("exhausted", func(t *testing.T) {
+		tramps := newTrampolines()
+		for range trampolineFuncs {
+			tramps.take()
+		}
+		test(t, tramps)
+	})
+}
+
+// deepen calls f at depth n below the caller.
+//
+//go:noinline
+func deepen(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	deepen(n-1, f)
+}
+
+// A goroutine started in trampoline k finds k on its stack, however deep
+// the call; any other goroutine, including one it starts, finds none.
+func TestTrampolineOnStack(t *testing.T) {
+	if k := trampolineOnStack(); k != -1 {
+		t.Errorf("the test's goroutine: trampoline %d, want -1", k)
+	}
+	for k, tramp := range trampolineFuncs {
+		done := make(chan [4]int)
+		go tramp(func() {
+			var got [4]int
+			got[0] = trampolineOnStack()
+			deepen(200, func() { got[1] = trampolineOnStack() })
+			inner := make(chan int)
+			go func() { inner <- trampolineOnStack() }()
+			got[2] = <-inner
+			go deepen(100, func() { inner <- trampolineOnStack() })
+			got[3] = <-inner
+			done <- got
+		})
+		if got := <-done; got != [4]int{k, k, -1, -1} {
+			t.Errorf("trampoline %d: found %d (shallow), %d (deep), %d (a goroutine it started), %d (deep in one); want %d, %d, -1, -1",
+				k, got[0], got[1], got[2], got[3], k, k)
+		}
+	}
+}
+
+// A run holds its trampoline while its handler runs, and gives it back.
+func TestTrampolinesHeld(t *testing.T) {
+	tramps := newTrampolines()
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps}
+	var during int
+	execute(r, func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
+		during = len(tramps.free)
+		return &mcp.CallToolResult{}, nil
+	})
+	if r.tramp == 0 || during != len(trampolineFuncs)-1 || len(tramps.free) != len(trampolineFuncs) {
+		t.Errorf("trampoline %d; free while the handler ran %d, after %d; want one held, then none", r.tramp, during, len(tramps.free))
+	}
+}
+
+func BenchmarkTrampolineOnStack(b *testing.B) {
+	done := make(chan struct{})
+	go trampolineFuncs[3](func() {
+		deepen(8, func() {
+			for b.Loop() {
+				if trampolineOnStack() != 3 {
+					b.Error("trampoline not found")
+				}
+			}
+		})
+		close(done)
+	})
+	<-done
 }

@@ -67,6 +67,9 @@ type nondeterminism struct{ msg string }
 // goroutine touches it, which guard enforces for Step methods.
 type run struct {
 	guard
+	// tramps are the trampolines of the run's server (nil: none; see
+	// execute).
+	tramps    *trampolines
 	ctx       context.Context
 	mode      mode
 	taskID    string
@@ -587,10 +590,23 @@ type outcome struct {
 // a goroutine of its own: its stack starts shallow, and so does every read
 // of its goroutine id (see guard), which costs in proportion to the stack's
 // depth.
+//
+// When r.tramps has a trampoline free, the goroutine starts in it and the
+// guard checks for it instead of reading goroutine ids (see trampolines).
 func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) outcome {
 	done := make(chan outcome, 1)
-	go func() { done <- executeHere(r, h) }()
-	return <-done
+	k := r.tramps.take()
+	if k < 0 {
+		go func() { done <- executeHere(r, h) }()
+		return <-done
+	}
+	r.tramp = k + 1
+	go trampolineFuncs[k](func() { done <- executeHere(r, h) })
+	out := <-done
+	// The handler returned and the guard is closed: no Step call of this
+	// run succeeds from here, whatever goroutine makes it.
+	r.tramps.give(k)
+	return out
 }
 
 // executeHere is execute on the calling goroutine.

@@ -190,6 +190,9 @@ type Server struct {
 	// contexts' deadlines (DeadlineHonourer), so a request calls them
 	// directly (see await).
 	storeDirect, queueDirect bool
+	// tramps start the handler goroutines of workers' runs (see
+	// trampolines).
+	tramps *trampolines
 
 	opts  Options
 	log   *slog.Logger
@@ -220,7 +223,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	}
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
-	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl}
+	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl, tramps: newTrampolines()}
 	if d, ok := store.(Dispatcher); ok && d.Dispatches() {
 		s.dispatch = true
 	}
