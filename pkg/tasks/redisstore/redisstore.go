@@ -834,9 +834,16 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()
-	h, err := arr[4].AsStrMap()
+	rec, err := arr[4].AsStrSlice()
+	if err == nil && len(rec) != len(claimFields) {
+		err = fmt.Errorf("%d fields, want %d", len(rec), len(claimFields))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	h := make(map[string]string, len(claimFields))
+	for i, k := range claimFields {
+		h[k] = rec[i]
 	}
 	task, err := decodeTask(id, h, nil, nil)
 	if err != nil {
