@@ -281,7 +281,8 @@ return {'cancelled', 1}
 `
 
 // claimFields are the task hash fields a claim (code C) returns, in this
-// order ('' for a missing one): what the worker reads of a running task.
+// order (an empty string for a missing one): what the worker reads of a
+// running task.
 var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp"}
 
 // claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
