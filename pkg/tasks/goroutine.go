@@ -62,8 +62,8 @@ type guard struct {
 	// goroutine is the handler's goroutine id, set before the handler runs
 	// unless tramp is.
 	goroutine uint64
-	// tramp is 1 + the index of the trampoline the handler's goroutine
-	// started in (see trampolines), 0 if none: its goroutine id is read.
+	// tramp is 1 + the index of the trampoline the handler runs in (see
+	// trampolines), 0 if none: its goroutine id is read.
 	tramp int
 	// state is one of the state constants.
 	state atomic.Int32
@@ -159,7 +159,7 @@ func (g *guard) close() {
 // the handler's (false when goroutine ids cannot be read).
 func (g *guard) offGoroutine() bool {
 	if g.tramp != 0 {
-		return trampolineOnStack() != g.tramp-1
+		return !onTrampoline(g.tramp - 1)
 	}
 	id := goid()
 	return id != 0 && g.goroutine != 0 && id != g.goroutine
@@ -193,18 +193,21 @@ func goid() uint64 {
 	return id
 }
 
-// Trampolines identify handler goroutines without reading goroutine ids.
-// A Server hands each run one of its trampolines while the handler runs
-// (see execute): the run's goroutine starts in that trampoline, which no
-// other code calls, so a Step method called on a goroutine whose stack
-// holds it is on the handler's goroutine, and one called on a stack without
-// it is not. Walking a stack's return addresses (runtime.Callers) costs a
-// tenth of formatting it (goid): about 0.5 µs instead of 5 µs at a
-// handler's usual depth. The identity holds among the runs of one Server
-// (a Step of one Server's task passed to a handler of another Server in
-// the same process is not told apart from that handler's own); a run that
-// finds no trampoline free (more than len(trampolineFuncs) handlers at
-// once) falls back to the goroutine id.
+// Trampolines identify a handler's goroutine without reading goroutine
+// ids. A Server lends each worker run one of its trampolines, and the
+// handler runs inside it, on the caller's goroutine (see execute): no code
+// but execute calls a trampoline, so a Step method whose goroutine's stack
+// holds the run's trampoline runs on the handler's goroutine, and one whose
+// stack does not (any goroutine the handler started: its stack starts
+// afresh) does not. Walking a stack's return addresses (runtime.Callers)
+// and comparing them with the trampoline's one return address costs about
+// a tenth of formatting the stack for the goroutine id (goid), and the
+// handler needs no goroutine of its own. The identity holds among the runs
+// of one Server (a Step of one Server's task passed to a handler of another
+// Server in the same process is not told apart from that handler's own);
+// a run that finds no trampoline free (more than len(trampolineFuncs)
+// handlers at once) runs on a goroutine of its own and is checked by
+// goroutine id.
 type trampolines struct {
 	// free holds the indices of the trampolines no run holds.
 	free chan int
@@ -294,38 +297,37 @@ func tramp14(f func()) { f() }
 //go:noinline
 func tramp15(f func()) { f() }
 
-// trampolineEntries are the entry addresses of trampolineFuncs, in order
-// (computed once: the program's code does not change).
-var trampolineEntries = func() (e [len(trampolineFuncs)]uintptr) {
-	for i, f := range trampolineFuncs {
-		e[i] = runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Entry()
+// trampolineReturns are the return addresses of trampolineFuncs' calls of
+// f, in order, as runtime.Callers reports them (read once by calling each:
+// the program's code does not change); 0 if one could not be read.
+var trampolineReturns = func() (r [len(trampolineFuncs)]uintptr) {
+	for i, tramp := range trampolineFuncs {
+		var pcs [1]uintptr
+		var n int
+		// Callers' frames here: Callers, this closure, the trampoline.
+		tramp(func() { n = runtime.Callers(2, pcs[:]) })
+		if n == 1 && runtime.FuncForPC(pcs[0]-1).Entry() == runtime.FuncForPC(reflect.ValueOf(tramp).Pointer()).Entry() {
+			r[i] = pcs[0]
+		}
 	}
-	return e
+	return r
 }()
 
-// trampolineOnStack returns the index of the trampoline in whose frame the
-// calling goroutine started, or -1 if it did not start in one. It looks at
-// the frames nearest the stack's bottom (the goroutine's first functions:
-// runtime.goexit, the go statement's wrapper, the trampoline).
-func trampolineOnStack() int {
-	var buf [48]uintptr
+// onTrampoline reports whether the calling goroutine's stack holds a frame
+// of trampoline k.
+func onTrampoline(k int) bool {
+	want := trampolineReturns[k]
+	var buf [64]uintptr
 	pcs := buf[:]
 	n := runtime.Callers(2, pcs)
 	for n == len(pcs) { // deeper than pcs: walk again, further
 		pcs = make([]uintptr, 2*len(pcs))
 		n = runtime.Callers(2, pcs)
 	}
-	for i := n - 1; i >= max(n-4, 0); i-- {
-		f := runtime.FuncForPC(pcs[i] - 1)
-		if f == nil {
-			continue
-		}
-		entry := f.Entry()
-		for k, e := range trampolineEntries {
-			if e == entry {
-				return k
-			}
+	for _, pc := range pcs[:n] {
+		if pc == want {
+			return true
 		}
 	}
-	return -1
+	return false
 }

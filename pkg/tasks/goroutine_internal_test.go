@@ -143,28 +143,30 @@ func deepen(n int, f func()) {
 	deepen(n-1, f)
 }
 
-// A goroutine started in trampoline k finds k on its stack, however deep
-// the call; any other goroutine, including one it starts, finds none.
-func TestTrampolineOnStack(t *testing.T) {
-	if k := trampolineOnStack(); k != -1 {
-		t.Errorf("the test's goroutine: trampoline %d, want -1", k)
-	}
+// Inside trampoline k, a goroutine finds k on its stack, however deep the
+// call, and no other trampoline; any other goroutine, including one it
+// starts, finds none.
+func TestOnTrampoline(t *testing.T) {
 	for k, tramp := range trampolineFuncs {
-		done := make(chan [4]int)
-		go tramp(func() {
-			var got [4]int
-			got[0] = trampolineOnStack()
-			deepen(200, func() { got[1] = trampolineOnStack() })
-			inner := make(chan int)
-			go func() { inner <- trampolineOnStack() }()
-			got[2] = <-inner
-			go deepen(100, func() { inner <- trampolineOnStack() })
+		if trampolineReturns[k] == 0 {
+			t.Fatalf("trampoline %d: its return address could not be read; the check falls back to goroutine ids", k)
+		}
+		if onTrampoline(k) {
+			t.Errorf("trampoline %d found outside it", k)
+		}
+		var got [5]bool
+		tramp(func() {
+			got[0] = onTrampoline(k)
+			got[1] = onTrampoline((k + 1) % len(trampolineFuncs))
+			deepen(200, func() { got[2] = onTrampoline(k) })
+			inner := make(chan bool)
+			go func() { inner <- onTrampoline(k) }()
 			got[3] = <-inner
-			done <- got
+			go deepen(100, func() { inner <- onTrampoline(k) })
+			got[4] = <-inner
 		})
-		if got := <-done; got != [4]int{k, k, -1, -1} {
-			t.Errorf("trampoline %d: found %d (shallow), %d (deep), %d (a goroutine it started), %d (deep in one); want %d, %d, -1, -1",
-				k, got[0], got[1], got[2], got[3], k, k)
+		if got != [5]bool{true, false, true, false, false} {
+			t.Errorf("trampoline %d: found (shallow, another trampoline, deep, a goroutine it started, deep in one) %v; want [true false true false false]", k, got)
 		}
 	}
 }
@@ -174,26 +176,28 @@ func TestTrampolinesHeld(t *testing.T) {
 	tramps := newTrampolines()
 	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps}
 	var during int
+	var on bool
 	execute(r, func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 		during = len(tramps.free)
+		on = !r.offGoroutine()
 		return &mcp.CallToolResult{}, nil
 	})
+	if !on {
+		t.Error("the handler is not on its own goroutine, by the guard")
+	}
 	if r.tramp == 0 || during != len(trampolineFuncs)-1 || len(tramps.free) != len(trampolineFuncs) {
 		t.Errorf("trampoline %d; free while the handler ran %d, after %d; want one held, then none", r.tramp, during, len(tramps.free))
 	}
 }
 
-func BenchmarkTrampolineOnStack(b *testing.B) {
-	done := make(chan struct{})
-	go trampolineFuncs[3](func() {
-		deepen(8, func() {
+func BenchmarkOnTrampoline(b *testing.B) {
+	trampolineFuncs[3](func() {
+		deepen(20, func() {
 			for b.Loop() {
-				if trampolineOnStack() != 3 {
+				if !onTrampoline(3) {
 					b.Error("trampoline not found")
 				}
 			}
 		})
-		close(done)
 	})
-	<-done
 }

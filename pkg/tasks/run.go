@@ -586,27 +586,30 @@ type outcome struct {
 	failure *ErrorObject        // nondeterminism or panic
 }
 
-// execute runs h under r and classifies how it ended. The handler runs on
-// a goroutine of its own: its stack starts shallow, and so does every read
-// of its goroutine id (see guard), which costs in proportion to the stack's
-// depth.
-//
-// When r.tramps has a trampoline free, the goroutine starts in it and the
-// guard checks for it instead of reading goroutine ids (see trampolines).
+// execute runs h under r and classifies how it ended. When r.tramps has a
+// trampoline free, the handler runs inside it on the calling goroutine, and
+// the guard looks for it on the stack (see trampolines). Otherwise it runs
+// on a goroutine of its own: its stack starts shallow, and so does every
+// read of its goroutine id (see guard), which costs in proportion to the
+// stack's depth.
 func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) outcome {
-	done := make(chan outcome, 1)
 	k := r.tramps.take()
-	if k < 0 {
-		go func() { done <- executeHere(r, h) }()
-		return <-done
+	if k >= 0 && trampolineReturns[k] == 0 {
+		r.tramps.give(k)
+		k = -1
 	}
-	r.tramp = k + 1
-	go trampolineFuncs[k](func() { done <- executeHere(r, h) })
-	out := <-done
-	// The handler returned and the guard is closed: no Step call of this
-	// run succeeds from here, whatever goroutine makes it.
-	r.tramps.give(k)
-	return out
+	if k >= 0 {
+		r.tramp = k + 1
+		var out outcome
+		trampolineFuncs[k](func() { out = executeHere(r, h) })
+		// The handler returned and the guard is closed: no Step call of
+		// this run succeeds from here, whatever goroutine makes it.
+		r.tramps.give(k)
+		return out
+	}
+	done := make(chan outcome, 1)
+	go func() { done <- executeHere(r, h) }()
+	return <-done
 }
 
 // executeHere is execute on the calling goroutine.
