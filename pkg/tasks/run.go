@@ -599,17 +599,21 @@ func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)
 		k = -1
 	}
 	if k >= 0 {
-		r.tramp = k + 1
-		var out outcome
-		trampolineFuncs[k](func() { out = executeHere(r, h) })
-		// The handler returned and the guard is closed: no Step call of
-		// this run succeeds from here, whatever goroutine makes it.
-		r.tramps.give(k)
-		return out
+		return executeOn(k, r, h)
 	}
 	done := make(chan outcome, 1)
 	go func() { done <- executeHere(r, h) }()
 	return <-done
+}
+
+// executeOn is execute inside trampoline k, taken from r.tramps, which it
+// gives back once the handler returned and the guard is closed: no Step
+// call of this run succeeds from then on, whatever goroutine makes it.
+func executeOn(k int, r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) (out outcome) {
+	defer r.tramps.give(k)
+	r.tramp = k + 1
+	trampolineFuncs[k](func() { out = executeHere(r, h) })
+	return out
 }
 
 // executeHere is execute on the calling goroutine.
