@@ -53,8 +53,9 @@ const (
 // it can neither unwind the handler nor change the journal, and returns
 // what the handler's goroutine journaled at that point; so does a status
 // set between replayed steps. Every other call (a new step, an unwinding,
-// a mismatch, a status once replay caught up) reads the goroutine id.
-// A replay made off the handler's goroutine thus passes unnoticed (its
+// a mismatch, a status once replay caught up) reads the goroutine id, or,
+// for a run that holds a trampoline (a worker's), looks for it on the
+// stack, a tenth of the cost (see trampolines). A replay made off the handler's goroutine thus passes unnoticed (its
 // outcome is the journaled one); the first call of that goroutine that does
 // more is caught. The state word also keeps any two calls, and a Do
 // closure and a call, from touching the run at the same time.
