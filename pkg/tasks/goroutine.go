@@ -3,6 +3,7 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 )
@@ -52,14 +53,19 @@ const (
 // it can neither unwind the handler nor change the journal, and returns
 // what the handler's goroutine journaled at that point; so does a status
 // set between replayed steps. Every other call (a new step, an unwinding,
-// a mismatch, a status once replay caught up) reads the goroutine id.
-// A replay made off the handler's goroutine thus passes unnoticed (its
+// a mismatch, a status once replay caught up) reads the goroutine id, or,
+// for a run that holds a trampoline (a worker's), looks for it on the
+// stack, a tenth of the cost (see trampolines). A replay made off the handler's goroutine thus passes unnoticed (its
 // outcome is the journaled one); the first call of that goroutine that does
 // more is caught. The state word also keeps any two calls, and a Do
 // closure and a call, from touching the run at the same time.
 type guard struct {
-	// goroutine is the handler's goroutine id, set before the handler runs.
+	// goroutine is the handler's goroutine id, set before the handler runs
+	// unless tramp is.
 	goroutine uint64
+	// tramp is 1 + the index of the trampoline the handler runs in (see
+	// trampolines), 0 if none: its goroutine id is read.
+	tramp int
 	// state is one of the state constants.
 	state atomic.Int32
 	// broken holds the failure message once the rule was broken.
@@ -131,7 +137,11 @@ func (g *guard) stepping(on bool) {
 
 // open starts the guard of a run whose handler is about to run on the
 // calling goroutine.
-func (g *guard) open() { g.goroutine = goid() }
+func (g *guard) open() {
+	if g.tramp == 0 {
+		g.goroutine = goid()
+	}
+}
 
 // close ends the run's Step calls once its handler returned or unwound: a
 // call from a goroutine the handler left behind is refused. It waits for a
@@ -149,6 +159,9 @@ func (g *guard) close() {
 // offGoroutine reports whether the caller runs on another goroutine than
 // the handler's (false when goroutine ids cannot be read).
 func (g *guard) offGoroutine() bool {
+	if g.tramp != 0 {
+		return !onTrampoline(g.tramp - 1)
+	}
 	id := goid()
 	return id != 0 && g.goroutine != 0 && id != g.goroutine
 }
@@ -179,4 +192,143 @@ func goid() uint64 {
 		id = id*10 + uint64(c-'0')
 	}
 	return id
+}
+
+// Trampolines identify a handler's goroutine without reading goroutine
+// ids. A Server lends each worker run one of its trampolines, and the
+// handler runs inside it, on the caller's goroutine (see execute): no code
+// but execute calls a trampoline, so a Step method whose goroutine's stack
+// holds the run's trampoline runs on the handler's goroutine, and one whose
+// stack does not (any goroutine the handler started: its stack starts
+// afresh) does not. Walking a stack's return addresses (runtime.Callers)
+// and comparing them with the trampoline's one return address costs about
+// a tenth of formatting the stack for the goroutine id (goid), and the
+// handler needs no goroutine of its own. The identity holds among the runs
+// of one Server (a Step of one Server's task passed to a handler of another
+// Server in the same process is not told apart from that handler's own);
+// a run that finds no trampoline free (more than len(trampolineFuncs)
+// handlers at once) runs on a goroutine of its own and is checked by
+// goroutine id.
+type trampolines struct {
+	// free holds the indices of the trampolines no run holds.
+	free chan int
+}
+
+func newTrampolines() *trampolines {
+	t := &trampolines{free: make(chan int, len(trampolineFuncs))}
+	for i := range trampolineFuncs {
+		t.free <- i
+	}
+	return t
+}
+
+// take returns a free trampoline's index, or -1 if none is free (or t is
+// nil).
+func (t *trampolines) take() int {
+	if t == nil {
+		return -1
+	}
+	select {
+	case k := <-t.free:
+		return k
+	default:
+		return -1
+	}
+}
+
+// give returns trampoline k (taken by take) to the free ones.
+func (t *trampolines) give(k int) {
+	if k >= 0 {
+		t.free <- k
+	}
+}
+
+// trampolineFuncs are the trampolines: distinct functions, never inlined,
+// each calling f.
+var trampolineFuncs = [...]func(f func()){
+	tramp0, tramp1, tramp2, tramp3, tramp4, tramp5, tramp6, tramp7,
+	tramp8, tramp9, tramp10, tramp11, tramp12, tramp13, tramp14, tramp15,
+}
+
+//go:noinline
+func tramp0(f func()) { f() }
+
+//go:noinline
+func tramp1(f func()) { f() }
+
+//go:noinline
+func tramp2(f func()) { f() }
+
+//go:noinline
+func tramp3(f func()) { f() }
+
+//go:noinline
+func tramp4(f func()) { f() }
+
+//go:noinline
+func tramp5(f func()) { f() }
+
+//go:noinline
+func tramp6(f func()) { f() }
+
+//go:noinline
+func tramp7(f func()) { f() }
+
+//go:noinline
+func tramp8(f func()) { f() }
+
+//go:noinline
+func tramp9(f func()) { f() }
+
+//go:noinline
+func tramp10(f func()) { f() }
+
+//go:noinline
+func tramp11(f func()) { f() }
+
+//go:noinline
+func tramp12(f func()) { f() }
+
+//go:noinline
+func tramp13(f func()) { f() }
+
+//go:noinline
+func tramp14(f func()) { f() }
+
+//go:noinline
+func tramp15(f func()) { f() }
+
+// trampolineReturns are the return addresses of trampolineFuncs' calls of
+// f, in order, as runtime.Callers reports them (read once by calling each:
+// the program's code does not change); 0 if one could not be read.
+var trampolineReturns = func() (r [len(trampolineFuncs)]uintptr) {
+	for i, tramp := range trampolineFuncs {
+		var pcs [1]uintptr
+		var n int
+		// Callers' frames here: Callers, this closure, the trampoline.
+		tramp(func() { n = runtime.Callers(2, pcs[:]) })
+		if n == 1 && runtime.FuncForPC(pcs[0]-1).Entry() == runtime.FuncForPC(reflect.ValueOf(tramp).Pointer()).Entry() {
+			r[i] = pcs[0]
+		}
+	}
+	return r
+}()
+
+// onTrampoline reports whether the calling goroutine's stack holds a frame
+// of trampoline k.
+func onTrampoline(k int) bool {
+	want := trampolineReturns[k]
+	var buf [64]uintptr
+	pcs := buf[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) { // deeper than pcs: walk again, further
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	for _, pc := range pcs[:n] {
+		if pc == want {
+			return true
+		}
+	}
+	return false
 }

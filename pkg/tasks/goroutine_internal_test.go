@@ -44,7 +44,11 @@ func BenchmarkGoid(b *testing.B) {
 // same time (-race), at most one of them gets the journaled value, every
 // other is refused, and the run fails with the rule.
 func TestGuardReplayFromGoroutines(t *testing.T) {
-	r := &run{ctx: t.Context(), mode: modeInline, journal: []Entry{
+	withTrampolines(t, testGuardReplayFromGoroutines)
+}
+
+func testGuardReplayFromGoroutines(t *testing.T, tramps *trampolines) {
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
 		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
 		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
 	}}
@@ -83,7 +87,11 @@ func TestGuardReplayFromGoroutines(t *testing.T) {
 // returned, even for a call that would replay, and it changes nothing of
 // the run.
 func TestGuardAfterReturn(t *testing.T) {
-	r := &run{ctx: t.Context(), mode: modeInline, journal: []Entry{
+	withTrampolines(t, testGuardAfterReturn)
+}
+
+func testGuardAfterReturn(t *testing.T, tramps *trampolines) {
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
 		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
 		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
 	}}
@@ -107,4 +115,89 @@ func TestGuardAfterReturn(t *testing.T) {
 	if r.cursor != 1 || r.statusMsg != "" {
 		t.Errorf("a call after the handler returned changed the run: cursor %d, status %q", r.cursor, r.statusMsg)
 	}
+}
+
+// withTrampolines runs test with the goroutine id check (no trampolines),
+// with trampolines, and with none of them free (the run falls back to the
+// goroutine id).
+func withTrampolines(t *testing.T, test func(*testing.T, *trampolines)) {
+	t.Run("goid", func(t *testing.T) { test(t, nil) })
+	t.Run("trampoline", func(t *testing.T) { test(t, newTrampolines()) })
+	t.Run("exhausted", func(t *testing.T) {
+		tramps := newTrampolines()
+		for range trampolineFuncs {
+			tramps.take()
+		}
+		test(t, tramps)
+	})
+}
+
+// deepen calls f at depth n below the caller.
+//
+//go:noinline
+func deepen(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	deepen(n-1, f)
+}
+
+// Inside trampoline k, a goroutine finds k on its stack, however deep the
+// call, and no other trampoline; any other goroutine, including one it
+// starts, finds none.
+func TestOnTrampoline(t *testing.T) {
+	for k, tramp := range trampolineFuncs {
+		if trampolineReturns[k] == 0 {
+			t.Fatalf("trampoline %d: its return address could not be read; the check falls back to goroutine ids", k)
+		}
+		if onTrampoline(k) {
+			t.Errorf("trampoline %d found outside it", k)
+		}
+		var got [5]bool
+		tramp(func() {
+			got[0] = onTrampoline(k)
+			got[1] = onTrampoline((k + 1) % len(trampolineFuncs))
+			deepen(200, func() { got[2] = onTrampoline(k) })
+			inner := make(chan bool)
+			go func() { inner <- onTrampoline(k) }()
+			got[3] = <-inner
+			go deepen(100, func() { inner <- onTrampoline(k) })
+			got[4] = <-inner
+		})
+		if got != [5]bool{true, false, true, false, false} {
+			t.Errorf("trampoline %d: found (shallow, another trampoline, deep, a goroutine it started, deep in one) %v; want [true false true false false]", k, got)
+		}
+	}
+}
+
+// A run holds its trampoline while its handler runs, and gives it back.
+func TestTrampolinesHeld(t *testing.T) {
+	tramps := newTrampolines()
+	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps}
+	var during int
+	var on bool
+	execute(r, func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
+		during = len(tramps.free)
+		on = !r.offGoroutine()
+		return &mcp.CallToolResult{}, nil
+	})
+	if !on {
+		t.Error("the handler is not on its own goroutine, by the guard")
+	}
+	if r.tramp == 0 || during != len(trampolineFuncs)-1 || len(tramps.free) != len(trampolineFuncs) {
+		t.Errorf("trampoline %d; free while the handler ran %d, after %d; want one held, then none", r.tramp, during, len(tramps.free))
+	}
+}
+
+func BenchmarkOnTrampoline(b *testing.B) {
+	trampolineFuncs[3](func() {
+		deepen(20, func() {
+			for b.Loop() {
+				if !onTrampoline(3) {
+					b.Error("trampoline not found")
+				}
+			}
+		})
+	})
 }

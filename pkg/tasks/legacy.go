@@ -246,7 +246,7 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 		ts   []*Task
 		next string
 	}
-	p, err := await(ctx, func(ctx context.Context) (page, error) {
+	p, err := await(ctx, s.storeDirect, func(ctx context.Context) (page, error) {
 		ts, next, err := l.List(ctx, owner, cursor, ListPageSize, s.now())
 		return page{ts, next}, err
 	})

@@ -123,7 +123,7 @@ func (s *Server) Listen(ctx context.Context, owner string, ids []string) (*TaskL
 func (s *Server) read(ctx context.Context, owner, id string) (*Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	return await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	return await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
 }
 
 // announce is the Watch callback: it never blocks.

@@ -56,7 +56,7 @@ func (s *Server) CancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 		st    Status
 		ended bool
 	}
-	c, err := await(ctx, func(ctx context.Context) (cancelled, error) {
+	c, err := await(ctx, s.storeDirect, func(ctx context.Context) (cancelled, error) {
 		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 		return cancelled{st, ended}, err
 	})
@@ -93,7 +93,7 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	resumed, err := await(ctx, func(ctx context.Context) (bool, error) {
+	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -193,7 +193,7 @@ func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	t, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
 	if errors.Is(err, ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}

@@ -67,6 +67,9 @@ type nondeterminism struct{ msg string }
 // goroutine touches it, which guard enforces for Step methods.
 type run struct {
 	guard
+	// tramps are the trampolines of the run's server (nil: none; see
+	// execute).
+	tramps    *trampolines
 	ctx       context.Context
 	mode      mode
 	taskID    string
@@ -583,14 +586,34 @@ type outcome struct {
 	failure *ErrorObject        // nondeterminism or panic
 }
 
-// execute runs h under r and classifies how it ended. The handler runs on
-// a goroutine of its own: its stack starts shallow, and so does every read
-// of its goroutine id (see guard), which costs in proportion to the stack's
-// depth.
+// execute runs h under r and classifies how it ended. When r.tramps has a
+// trampoline free, the handler runs inside it on the calling goroutine, and
+// the guard looks for it on the stack (see trampolines). Otherwise it runs
+// on a goroutine of its own: its stack starts shallow, and so does every
+// read of its goroutine id (see guard), which costs in proportion to the
+// stack's depth.
 func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) outcome {
+	k := r.tramps.take()
+	if k >= 0 && trampolineReturns[k] == 0 {
+		r.tramps.give(k)
+		k = -1
+	}
+	if k >= 0 {
+		return executeOn(k, r, h)
+	}
 	done := make(chan outcome, 1)
 	go func() { done <- executeHere(r, h) }()
 	return <-done
+}
+
+// executeOn is execute inside trampoline k, taken from r.tramps, which it
+// gives back once the handler returned and the guard is closed: no Step
+// call of this run succeeds from then on, whatever goroutine makes it.
+func executeOn(k int, r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) (out outcome) {
+	defer r.tramps.give(k)
+	r.tramp = k + 1
+	trampolineFuncs[k](func() { out = executeHere(r, h) })
+	return out
 }
 
 // executeHere is execute on the calling goroutine.

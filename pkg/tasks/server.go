@@ -186,10 +186,18 @@ type Server struct {
 	queue Queue
 	// dispatch: the store enqueues in its own transitions (Dispatcher).
 	dispatch bool
-	opts     Options
-	log      *slog.Logger
-	tools    map[string]*tool
-	impl     *mcp.Implementation
+	// storeDirect, queueDirect: the store, the queue honour their
+	// contexts' deadlines (DeadlineHonourer), so a request calls them
+	// directly (see await).
+	storeDirect, queueDirect bool
+	// tramps start the handler goroutines of workers' runs (see
+	// trampolines).
+	tramps *trampolines
+
+	opts  Options
+	log   *slog.Logger
+	tools map[string]*tool
+	impl  *mcp.Implementation
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
@@ -215,10 +223,11 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	}
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
-	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl}
+	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl, tramps: newTrampolines()}
 	if d, ok := store.(Dispatcher); ok && d.Dispatches() {
 		s.dispatch = true
 	}
+	s.storeDirect, s.queueDirect = honoursDeadline(store), honoursDeadline(q)
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -422,7 +431,7 @@ func (s *Server) enqueue(ctx context.Context, id string, at time.Time) (err erro
 // enqueueNow is enqueue on a request's path: its answer does not wait past
 // ctx's deadline (see await). Workers and the sweeper call enqueue.
 func (s *Server) enqueueNow(ctx context.Context, id string) error {
-	_, err := await(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.enqueue(ctx, id, time.Time{}) })
+	_, err := await(ctx, s.queueDirect, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.enqueue(ctx, id, time.Time{}) })
 	return err
 }
 
@@ -491,8 +500,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // done even if f has not returned: a request's answer never waits past
 // its deadline on a store that does not honour it promptly. f keeps
 // running to its end in the background; an outcome it reaches after the
-// deadline is dropped (see storeUnavailable).
-func await[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+// deadline is dropped (see storeUnavailable). When direct (what f calls
+// declared DeadlineHonourer), f runs on the caller's goroutine and its
+// outcome is returned as is: it returns by the deadline itself.
+func await[T any](ctx context.Context, direct bool, f func(context.Context) (T, error)) (T, error) {
+	if direct {
+		return f(ctx)
+	}
 	type outcome struct {
 		v   T
 		err error
@@ -614,7 +628,7 @@ func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.R
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	task, err := await(ctx, func(ctx context.Context) (*Task, error) { return s.store.Create(ctx, nt) })
+	task, err := await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Create(ctx, nt) })
 	if errors.Is(err, ErrTooManyTasks) {
 		return nil, tooManyTasks(nt.MaxLive)
 	}

@@ -290,6 +290,9 @@ type Change struct {
 //   - Ids come from NewID: an id that ValidID rejects names no task. Create
 //     refuses it; every other operation answers ErrNotFound for it and
 //     touches nothing.
+//   - A store that declares DeadlineHonourer returns from every call soon
+//     after its context's deadline, with an error, however its backend
+//     behaves; the server then calls it without a goroutine of its own.
 type Store interface {
 	// Create persists a new task in status working.
 	Create(ctx context.Context, nt *NewTask) (*Task, error)
@@ -351,6 +354,26 @@ type Store interface {
 // task's chained delay, the sweeper) still go through the Queue.
 type Dispatcher interface {
 	Dispatches() bool
+}
+
+// A DeadlineHonourer is a Store (or a [Queue]) that declares that each of
+// its calls returns soon after its context's deadline passes, with an
+// error, whatever the state of the backend (a client that sets its
+// connection's deadline from the context, as rueidis does, qualifies).
+// When HonoursDeadline reports true, the Server calls it directly on a
+// request's path. Otherwise it runs each such call on a goroutine of its
+// own and answers the request at the deadline even if the call has not
+// returned (it finishes in the background): a store that ignores its
+// context cannot hold a request past Options.StoreTimeout, at the cost of
+// a goroutine per call.
+type DeadlineHonourer interface {
+	HonoursDeadline() bool
+}
+
+// honoursDeadline reports whether v declares [DeadlineHonourer].
+func honoursDeadline(v any) bool {
+	d, ok := v.(DeadlineHonourer)
+	return ok && d.HonoursDeadline()
 }
 
 // DueTask is a task the sweeper must look at, and the attention time it

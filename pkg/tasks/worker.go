@@ -108,7 +108,7 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
-		log: s.log, tool: c.Task.Tool,
+		log: s.log, tool: c.Task.Tool, tramps: s.tramps,
 	}
 	var out outcome
 	if t == nil {

@@ -248,6 +248,11 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	return nil
 }
 
+// HonoursDeadline implements tasks.DeadlineHonourer: Enqueue returns soon
+// after its context's deadline, since rueidis sets the connection's
+// deadline from the context.
+func (q *Queue) HonoursDeadline() bool { return true }
+
 // MaxDelay implements tasks.Queue: a sorted set holds any delay.
 func (q *Queue) MaxDelay() time.Duration { return 0 }
 

@@ -226,6 +226,11 @@ func endSpan(span trace.Span, err error) {
 // worker's commit or a resuming update.
 func (s *Store) Dispatches() bool { return s.queueKeys != nil }
 
+// HonoursDeadline implements tasks.DeadlineHonourer: every call returns
+// soon after its context's deadline, since rueidis sets each connection's
+// deadline (and a dial's) from the context.
+func (s *Store) HonoursDeadline() bool { return true }
+
 // withQueue appends task id's due-index shard and queue keys to a
 // transition script's keys when the store dispatches (see dispatchLua).
 func (s *Store) withQueue(id string, keys ...string) []string {
@@ -829,9 +834,16 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()
-	h, err := arr[4].AsStrMap()
+	rec, err := arr[4].AsStrSlice()
+	if err == nil && len(rec) != len(claimFields) {
+		err = fmt.Errorf("%d fields, want %d", len(rec), len(claimFields))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	h := make(map[string]string, len(claimFields))
+	for i, k := range claimFields {
+		h[k] = rec[i]
 	}
 	task, err := decodeTask(id, h, nil, nil)
 	if err != nil {
@@ -847,7 +859,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	}
 	journal := make([]tasks.Entry, len(raw))
 	for i, e := range raw {
-		if err := json.Unmarshal([]byte(e), &journal[i]); err != nil {
+		if journal[i], err = decodeEntry(e); err != nil {
 			return nil, fmt.Errorf("redisstore: claim %s: journal entry %d: %w", id, i, err)
 		}
 	}

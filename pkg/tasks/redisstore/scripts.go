@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
@@ -279,13 +280,20 @@ changed()
 return {'cancelled', 1}
 `
 
+// claimFields are the task hash fields a claim (code C) returns, in this
+// order (an empty string for a missing one): what the worker reads of a
+// running task.
+var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp"}
+
 // claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
-// Returns {code, gen, att, wake, taskHash, journal, responses} where code is
+// Returns {code, gen, att, wake, record, journal, responses} where code is
 // NF (not found), T (terminal), X (made terminal here: cancellation was
 // requested), L (leased), P (parked for input), W (sleeping until wake) or C
-// (claimed).
-const claimLua = luaTerminal + `
+// (claimed); record is the task hash for T and X, and the values of
+// claimFields for C.
+var claimLua = luaTerminal + `
+local CLAIMFIELDS = {'` + strings.Join(claimFields, "', '") + `'}` + `
 local now = tonumber(ARGV[1])
 local all = redis.call('HGETALL', KEYS[1])
 if #all == 0 then
@@ -327,8 +335,11 @@ end
 local journal, responses = {}, {}
 if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
 if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
--- The record as read: the caller sets the lease and status it now has.
-return {'C', gen, att, wake, all, journal, responses}
+-- The record as read (the fields the worker reads): the caller sets the
+-- lease and status it now has.
+local rec = {}
+for i, k in ipairs(CLAIMFIELDS) do rec[i] = f[k] or '' end
+return {'C', gen, att, wake, rec, journal, responses}
 `
 
 // commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts
@@ -353,8 +364,9 @@ local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
 local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
 local i = 14
-for k = 1, n do redis.call('RPUSH', KEYS[3], ARGV[i+k]) end
-if n > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
+-- One RPUSH of the new entries; the journal gets its expiry when this
+-- push created it (a journal that exists has it already).
+if n > 0 and redis.call('RPUSH', KEYS[3], unpack(ARGV, i+1, i+n)) == n then redis.call('PEXPIREAT', KEYS[3], exp) end
 i = i + n
 local park = i
 i = i + 2*np
