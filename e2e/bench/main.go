@@ -7,13 +7,17 @@
 // writes the same numbers as JSON.
 //
 //	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] [-workers-only] \
-//		[-old label=PATH ...] [-peer name=URL ...] [-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
+//		[-worker-rounds 3] [-worker-tasks 600] [-old label=PATH ...] [-peer name=URL ...] \
+//		[-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
 //
 // -old label=PATH (repeatable) measures a prebuilt mcptasks binary of an
 // earlier version beside this tree's, on its own fresh redis-server, in
 // every redis-server row; -workers-only runs only the worker rows and the
-// Redis cost per task. The raw net/http floor row is this driver serving a
-// fixed tasks/get answer from a process of its own.
+// Redis cost per task. The worker rows run -worker-rounds times, the
+// variants taking turns, and report the median round with the CPU each
+// step cost the worker processes and redis-server. The raw net/http floor
+// row is this driver serving a fixed tasks/get answer from a process of
+// its own.
 //
 // -peer name=URL (repeatable, or comma-separated) also measures an external
 // MCP endpoint that speaks the 2026-07-28 wire with the tasks extension, in
@@ -32,6 +36,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -64,6 +70,8 @@ func main() {
 	var olds oldFlag
 	flag.Var(&olds, "old", "label=PATH of a prebuilt mcptasks binary of an earlier version (repeatable): its redis-server rows run in the same run, labelled \"(label)\"")
 	workersOnly := flag.Bool("workers-only", false, "run only the worker rows and the Redis cost per task (a quick check)")
+	workerRounds := flag.Int("worker-rounds", 3, "rounds of the worker rows (each variant in turn); a row reports the median round")
+	workerTasks := flag.Int("worker-tasks", 600, "10-step tasks per worker row")
 	floorServe := flag.String("floor-serve", "", "internal: serve the raw net/http floor on this address (the driver starts itself with it)")
 	flag.Parse()
 	if *floorServe != "" {
@@ -78,7 +86,10 @@ func main() {
 	for i := range peers {
 		peers[i].TaskTool, peers[i].TaskArgs = *taskTool, args
 	}
-	if err := run(*duration, *clients, *jsonOut, peers, olds, *workersOnly); err != nil {
+	if *workerRounds < 1 || *workerTasks < 1 {
+		log.Fatal("-worker-rounds and -worker-tasks must be at least 1")
+	}
+	if err := run(*duration, *clients, *jsonOut, peers, olds, *workersOnly, *workerRounds, *workerTasks); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -135,18 +146,23 @@ func (f *peerFlag) Set(v string) error {
 
 // Row is one measured scenario.
 type Row struct {
-	Scenario   string  `json:"scenario"`
-	Store      string  `json:"store"`
-	Ops        int64   `json:"ops"`
-	Errors     int64   `json:"errors"`
-	PerSec     float64 `json:"perSec"`
-	Unit       string  `json:"unit"`
-	P50Ms      float64 `json:"p50Ms,omitempty"`
-	P99Ms      float64 `json:"p99Ms,omitempty"`
-	CmdsPerOp  float64 `json:"redisCommandsPerOp,omitempty"`
-	RSSMiB     float64 `json:"rssMiB,omitempty"`
-	VsBaseline float64 `json:"vsBaseline,omitempty"`
-	VsRaw      float64 `json:"vsRawFloor,omitempty"`
+	Scenario  string  `json:"scenario"`
+	Store     string  `json:"store"`
+	Ops       int64   `json:"ops"`
+	Errors    int64   `json:"errors"`
+	PerSec    float64 `json:"perSec"`
+	Unit      string  `json:"unit"`
+	P50Ms     float64 `json:"p50Ms,omitempty"`
+	P99Ms     float64 `json:"p99Ms,omitempty"`
+	CmdsPerOp float64 `json:"redisCommandsPerOp,omitempty"`
+	// Worker rows: the CPU per step of the worker processes together and
+	// of redis-server, and each round's steps/s.
+	WorkerCPUUs float64   `json:"workerCpuUsPerOp,omitempty"`
+	RedisCPUUs  float64   `json:"redisCpuUsPerOp,omitempty"`
+	Rounds      []float64 `json:"rounds,omitempty"`
+	RSSMiB      float64   `json:"rssMiB,omitempty"`
+	VsBaseline  float64   `json:"vsBaseline,omitempty"`
+	VsRaw       float64   `json:"vsRawFloor,omitempty"`
 }
 
 // Cost is what one completed 1-step task costs Redis: its create, its step,
@@ -182,7 +198,7 @@ type Report struct {
 	Peers     []Peer `json:"peers,omitempty"`
 }
 
-func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds oldFlag, workersOnly bool) error {
+func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds oldFlag, workersOnly bool, workerRounds, workerTasks int) error {
 	dir, err := os.MkdirTemp("", "mcptasks-bench")
 	if err != nil {
 		return err
@@ -227,23 +243,26 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 		}
 		procs = nil
 	}
-	split := func(bin string, workers int) (*proc, *redisProc, error) {
+	split := func(bin string, workers int) (*proc, *redisProc, []*proc, error) {
 		rs, err := startRedis(dir)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		procs = append(procs, rs.proc)
 		env := []string{"REDIS_URL=" + rs.url}
 		api, err := start(bin, env, "serve", "--no-worker")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		var ws []*proc
 		for range workers {
-			if _, err := start(bin, env, "worker"); err != nil {
-				return nil, nil, err
+			w, err := start(bin, env, "worker")
+			if err != nil {
+				return nil, nil, nil, err
 			}
+			ws = append(ws, w)
 		}
-		return api, rs, nil
+		return api, rs, ws, nil
 	}
 
 	var baseline, raw Row
@@ -265,7 +284,7 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 		// answer of the first tasks/get is what the raw floor serves.
 		var answer []byte
 		for _, v := range variants {
-			api, rs, err := split(v.bin, 1)
+			api, rs, _, err := split(v.bin, 1)
 			if err != nil {
 				return err
 			}
@@ -310,23 +329,39 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 		rep.Rows = append(rep.Rows, throughput(emb, "embedded, in-process workers", 200), e2eLatency(emb, "embedded", 100))
 		stopAll()
 	}
-	for _, v := range variants {
-		for _, workers := range []int{1, 2} {
-			api, rs, err := split(v.bin, workers)
-			if err != nil {
-				return err
+	// The worker rows: -worker-rounds rounds, each variant in turn (the
+	// order rotating), each with 1 and then 2 worker processes on a fresh
+	// deployment; a row is the round with the median steps/s, with every
+	// round's steps/s kept, and the CPU each step cost the worker processes
+	// and redis-server (the medians), which a change in the machine's load
+	// moves less than steps/s.
+	samples := make(map[string][]Row)
+	var order []string
+	for round := range workerRounds {
+		for k := range variants {
+			v := variants[(k+round)%len(variants)]
+			for _, workers := range []int{1, 2} {
+				api, rs, ws, err := split(v.bin, workers)
+				if err != nil {
+					return err
+				}
+				if round == 0 && workers == 1 {
+					cost := costPerTask(api, rs, 1000)
+					cost.Variant = "redis-server" + v.label
+					rep.Costs = append(rep.Costs, cost)
+					rep.Rows = append(rep.Rows, e2eLatency(api, "redis-server"+v.label, 100))
+				}
+				store := fmt.Sprintf("redis-server, %d worker process(es)%s", workers, v.label)
+				if _, ok := samples[store]; !ok {
+					order = append(order, store)
+				}
+				samples[store] = append(samples[store], measuredThroughput(api, rs, ws, store, workerTasks))
+				stopAll()
 			}
-			if workers == 1 {
-				cost := costPerTask(api, rs, 1000)
-				cost.Variant = "redis-server" + v.label
-				rep.Costs = append(rep.Costs, cost)
-			}
-			rep.Rows = append(rep.Rows, throughput(api, fmt.Sprintf("redis-server, %d worker process(es)%s", workers, v.label), 200))
-			if workers == 1 {
-				rep.Rows = append(rep.Rows, e2eLatency(api, "redis-server"+v.label, 100))
-			}
-			stopAll()
 		}
+	}
+	for _, store := range order {
+		rep.Rows = append(rep.Rows, medianRow(samples[store]))
 	}
 
 	for i := range rep.Rows {
@@ -535,6 +570,94 @@ func throughput(p *proc, store string, tasks int) Row {
 		PerSec: float64(10*tasks) / el.Seconds(), Unit: "steps/s", RSSMiB: p.rssMiB()}
 }
 
+// measuredThroughput is throughput on a split deployment, with the CPU
+// time the worker processes and redis-server spent per step.
+func measuredThroughput(api *proc, rs *redisProc, workers []*proc, store string, tasks int) Row {
+	w0, r0 := cpuSeconds(workers...), redisCPUSeconds(rs)
+	row := throughput(api, store, tasks)
+	w1, r1 := cpuSeconds(workers...), redisCPUSeconds(rs)
+	if w0 >= 0 && w1 >= 0 {
+		row.WorkerCPUUs = (w1 - w0) * 1e6 / float64(row.Ops)
+	}
+	if r0 >= 0 && r1 >= 0 {
+		row.RedisCPUUs = (r1 - r0) * 1e6 / float64(row.Ops)
+	}
+	return row
+}
+
+// medianRow is the sample with the median rate, carrying every sample's
+// rate and the median CPU per operation.
+func medianRow(rows []Row) Row {
+	byRate := slices.Clone(rows)
+	slices.SortFunc(byRate, func(a, b Row) int { return cmp.Compare(a.PerSec, b.PerSec) })
+	m := byRate[len(byRate)/2]
+	med := func(f func(Row) float64) float64 {
+		v := make([]float64, len(rows))
+		for i, r := range rows {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	m.WorkerCPUUs = med(func(r Row) float64 { return r.WorkerCPUUs })
+	m.RedisCPUUs = med(func(r Row) float64 { return r.RedisCPUUs })
+	m.Rounds = nil
+	for _, r := range rows {
+		m.Rounds = append(m.Rounds, math.Round(r.PerSec))
+	}
+	return m
+}
+
+// cpuSeconds is the user and system CPU time the processes have used so
+// far (/proc/PID/stat), or -1 if one cannot be read.
+func cpuSeconds(ps ...*proc) float64 {
+	var t float64
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 {
+			return -1
+		}
+		// After the command's name: state is field 3, utime 14, stime 15.
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 {
+			return -1
+		}
+		u, err1 := strconv.ParseFloat(f[11], 64)
+		s, err2 := strconv.ParseFloat(f[12], 64)
+		if err1 != nil || err2 != nil {
+			return -1
+		}
+		t += (u + s) / clockTicks
+	}
+	return t
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times
+// (100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// redisCPUSeconds is redis-server's used_cpu_user + used_cpu_sys (INFO
+// cpu), or -1.
+func redisCPUSeconds(r *redisProc) float64 {
+	info, err := r.info(context.Background(), "cpu")
+	if err != nil {
+		return -1
+	}
+	var t float64
+	for _, l := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return -1
+			}
+			t += f
+		}
+	}
+	return t
+}
+
 // e2eLatency measures tools/call → completed for a one-step task, one at a
 // time, polling every millisecond.
 func e2eLatency(p *proc, store string, n int) Row {
@@ -730,8 +853,8 @@ func mustJSON(v any) string {
 
 func printTable(rep *Report) {
 	fmt.Printf("\nmcptasks benchmarks: %s, %s, %d CPUs, %d clients, %s per load scenario\n\n", rep.When, rep.GoVersion, rep.CPUs, rep.Clients, rep.Duration)
-	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | vs raw floor | Redis cmds/op ¹ | RSS MiB ² | errors |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | vs raw floor | Redis cmds/op ¹ | RSS MiB ² | errors | CPU µs/op, workers / redis ³ | rounds ³ |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
 		opt := func(v float64, f string) string {
 			if v == 0 {
@@ -739,11 +862,19 @@ func printTable(rep *Report) {
 			}
 			return fmt.Sprintf(f, v)
 		}
-		fmt.Printf("| %s | %s | %.0f %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Scenario, r.Store, r.PerSec, r.Unit,
-			opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"), opt(r.VsBaseline, "%.2f×"), opt(r.VsRaw*100, "%.0f%%"), opt(r.CmdsPerOp, "%.1f"), opt(r.RSSMiB, "%.0f"), r.Errors)
+		cpu, rounds := "–", "–"
+		if r.WorkerCPUUs > 0 || r.RedisCPUUs > 0 {
+			cpu = fmt.Sprintf("%.0f / %.0f", r.WorkerCPUUs, r.RedisCPUUs)
+		}
+		if len(r.Rounds) > 0 {
+			rounds = strings.Trim(fmt.Sprint(r.Rounds), "[]")
+		}
+		fmt.Printf("| %s | %s | %.0f %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", r.Scenario, r.Store, r.PerSec, r.Unit,
+			opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"), opt(r.VsBaseline, "%.2f×"), opt(r.VsRaw*100, "%.0f%%"), opt(r.CmdsPerOp, "%.1f"), opt(r.RSSMiB, "%.0f"), r.Errors, cpu, rounds)
 	}
 	fmt.Printf("\n¹ commands redis-server processed per request during the scenario (INFO total_commands_processed), counting the commands inside scripts and the work the request set off in the workers; round trips per operation are in the Go benchmarks above.\n")
 	fmt.Printf("² resident set of the process serving the endpoint (or running the workers), after the scenario.\n")
+	fmt.Printf("³ worker rows: the CPU time the worker processes together and redis-server spent per step, and each round's steps/s; the row is the round with the median steps/s, its CPU the rounds' medians.\n")
 	for _, p := range rep.Peers {
 		fmt.Printf("\npeer: %s is %s, measured by the same driver; it polls a working task from %s %s (ours poll an input_required task); \"vs floor\" is against our floor.\n",
 			p.Name, p.URL, p.TaskTool, mustJSON(p.TaskArgs))
