@@ -238,7 +238,9 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 	// Each phase starts from fresh processes (and a fresh redis-server), so
 	// that no backlog of an earlier scenario's tasks skews the next one.
 	stopAll := func() {
-		for _, p := range procs {
+		// Last started first: the workers and the endpoint before their
+		// redis-server, so that they do not log its going away.
+		for _, p := range slices.Backward(procs) {
 			p.stop()
 		}
 		procs = nil

@@ -347,6 +347,7 @@ type Option func(*options)
 type options struct {
 	queues   map[string]QueueFactory
 	embedded func() (EmbeddedRedis, error)
+	redis    []func(*rueidis.ClientOption)
 }
 
 // WithQueue makes the queue called name (Config.Queue, MCPTASKS_QUEUE)
@@ -366,6 +367,29 @@ func WithQueue(name string, f QueueFactory) Option {
 // cannot serve.
 func WithEmbeddedRedis(start func() (EmbeddedRedis, error)) Option {
 	return func(o *options) { o.embedded = start }
+}
+
+// WithRedisClientOptions lets f adjust the Redis client's options after
+// the bundle has set them from REDIS_URL and its defaults, before the
+// dial: a TLS configuration of your own, a dialer, connection sizes
+// ([ForOneRequestAtATime]). Several apply in order. Client-side caching
+// stays off whatever f sets (task state must never be served stale).
+func WithRedisClientOptions(f func(*rueidis.ClientOption)) Option {
+	return func(o *options) { o.redis = append(o.redis, f) }
+}
+
+// ForOneRequestAtATime sizes each Redis connection for a process that
+// serves one request or invocation at a time (an AWS Lambda function): a
+// ring of 2^8 commands in flight and 64 KiB read and write buffers instead
+// of rueidis's 2^10 and 512 KiB each, which a fresh process takes about
+// 2 ms to allocate and fault in (rueidis.NewClient in a fresh process:
+// 5.2 ms at rueidis's defaults, 3.6 ms at these, median of 25;
+// BENCHMARKS.md). Larger values stream through the buffers. Not for a
+// server of many concurrent requests: at 32 concurrent tasks/get, these
+// sizes cost a quarter of the throughput.
+func ForOneRequestAtATime(o *rueidis.ClientOption) {
+	o.RingScaleEachConn = 8 // the smallest scale rueidis recommends
+	o.ReadBufferEachConn, o.WriteBufferEachConn = 64<<10, 64<<10
 }
 
 // Redis client settings. The client is made once per process and reused
@@ -390,17 +414,6 @@ const (
 	// MCPTASKS_STORE_TIMEOUT meanwhile; 60s stays below the idle timeouts
 	// of load balancers and NATs in front of managed Redis (350s on AWS).
 	redisKeepAlive = 60 * time.Second
-	// redisRingScale and redisConnBuffer size each connection: a ring of
-	// 2^8 commands in flight and 64 KiB read and write buffers instead of
-	// rueidis's 2^10 and 512 KiB each. A bundle's commands are scripts and
-	// small values (a larger value streams through the buffer), and a
-	// connection at rueidis's defaults costs a cold start about 2 ms of
-	// allocating and faulting in that memory (a fresh process's
-	// rueidis.NewClient: 5.2 ms at the defaults, 3.6 ms at these, median
-	// of 25; BENCHMARKS.md, "Cold starts"). 8 is the smallest scale
-	// rueidis recommends.
-	redisRingScale  = 8
-	redisConnBuffer = 64 << 10
 )
 
 // RedisOptions returns the rueidis options a bundle connects to
@@ -423,7 +436,7 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 // client-side caching off (task state must never be served stale, and
 // Upstash, ElastiCache and miniredis refuse CLIENT TRACKING), the
 // timeouts above unless opt sets its own (a REDIS_URL's dial_timeout,
-// write_timeout), and the connection sizes above.
+// write_timeout).
 func clientDefaults(opt rueidis.ClientOption) rueidis.ClientOption {
 	opt.DisableCache = true
 	if opt.Dialer.Timeout == 0 {
@@ -435,8 +448,6 @@ func clientDefaults(opt rueidis.ClientOption) rueidis.ClientOption {
 	if opt.ConnWriteTimeout == 0 {
 		opt.ConnWriteTimeout = redisWriteTimeout
 	}
-	opt.RingScaleEachConn = redisRingScale
-	opt.ReadBufferEachConn, opt.WriteBufferEachConn = redisConnBuffer, redisConnBuffer
 	return opt
 }
 
@@ -526,6 +537,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 			return nil, err
 		}
 	}
+	for _, f := range o.redis {
+		f(&opt)
+	}
+	opt.DisableCache = true
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		b.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/rueidis"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -96,9 +97,6 @@ func TestRedisOptions(t *testing.T) {
 	}
 	if opt.TLSConfig == nil {
 		t.Error("rediss:// without TLS")
-	}
-	if opt.RingScaleEachConn != redisRingScale || opt.ReadBufferEachConn != redisConnBuffer || opt.WriteBufferEachConn != redisConnBuffer {
-		t.Errorf("connection sizes: ring 2^%d, buffers %d/%d", opt.RingScaleEachConn, opt.ReadBufferEachConn, opt.WriteBufferEachConn)
 	}
 	opt, err = redisOptions("redis://h:6379?dial_timeout=2s&write_timeout=3s")
 	if err != nil {
@@ -257,10 +255,12 @@ type bigArgs struct {
 	N   int    `json:"n"`
 }
 
-// Values larger than a connection's 64 KiB buffers (redisConnBuffer) go
-// through a bundle on redis-server whole: arguments of 300 kB stored with
-// the task, a step's 700 kB result journaled and replayed, the result
-// read back by the client.
+// Values larger than a connection's 64 KiB buffers (ForOneRequestAtATime,
+// as the Lambda functions build their bundles) go through a bundle on
+// redis-server whole: arguments of 300 kB stored with the task, a step's
+// 700 kB result journaled and replayed, the result read back by the
+// client. The options WithRedisClientOptions gives are applied, except
+// that client-side caching stays off.
 func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 	t.Parallel()
 	cfg, err := FromEnv(envOf(map[string]string{"REDIS_URL": testredis.Start(t)}))
@@ -283,11 +283,27 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: register})
+	var applied rueidis.ClientOption
+	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: register},
+		WithRedisClientOptions(ForOneRequestAtATime),
+		WithRedisClientOptions(func(o *rueidis.ClientOption) { o.DisableCache = false; applied = *o }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if applied.RingScaleEachConn != 8 || applied.ReadBufferEachConn != 64<<10 || applied.WriteBufferEachConn != 64<<10 {
+		t.Errorf("options seen by the second WithRedisClientOptions: ring 2^%d, buffers %d/%d; want the first's", applied.RingScaleEachConn, applied.ReadBufferEachConn, applied.WriteBufferEachConn)
+	}
+	// With caching on, rueidis would have turned tracking on (flag t).
+	info, err := b.client.Do(ctx, b.client.B().ClientInfo().Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(info) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok && strings.Contains(flags, "t") {
+			t.Errorf("the bundle's connection tracks keys (client-side caching on): %s", info)
+		}
+	}
 	go b.RunWorkers(ctx, 1)
 	srv := httptest.NewServer(b.Handler)
 	defer srv.Close()

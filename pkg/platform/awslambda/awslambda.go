@@ -160,10 +160,13 @@ func WithSQS(c sqsqueue.Sender) bundle.Option {
 }
 
 // start returns the process's bundle, logging JSON (the template's
-// LogFormat) at MCPTASKS_LOG_LEVEL, built at once or in the background as
-// the sandbox's initialisation allows (aheadOfEvents).
+// LogFormat) at MCPTASKS_LOG_LEVEL, its Redis connections sized for one
+// invocation at a time (a sandbox serves one; a worker's batch is at most
+// 10 records), built at once or in the background as the sandbox's
+// initialisation allows (aheadOfEvents).
 func start(apps []*tasks.App) *platform.Process {
-	p := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil)).ExpectQueue(bundle.QueueSQS)
+	p := platform.NewProcess(apps, nil, platform.JSONLogger, WithSQS(nil),
+		bundle.WithRedisClientOptions(bundle.ForOneRequestAtATime)).ExpectQueue(bundle.QueueSQS)
 	if aheadOfEvents(os.Getenv("AWS_LAMBDA_INITIALIZATION_TYPE")) {
 		if _, err := p.Bundle(); err != nil {
 			os.Exit(1) // the builder logged why; Lambda reports an init error
