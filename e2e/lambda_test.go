@@ -260,3 +260,33 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// On an on-demand cold start the MCP bootstrap builds its bundle while it
+// fetches the first event; when Redis cannot be reached the process stays
+// up and answers each invocation 500 (trying again each time) instead of
+// ending at init.
+func TestLambdaMCPBootstrapWithoutRedis(t *testing.T) {
+	t.Parallel()
+	sqsSrv := fakesqs.Start(t)
+	fn := startBootstrap(t, "mcp", []string{
+		"REDIS_URL=redis://127.0.0.1:1", // nothing listens there
+		"MCPTASKS_QUEUE=sqs",
+		"MCPTASKS_SQS_QUEUE_URL=" + sqsSrv.CreateQueue("mcptasks-tasks"),
+		"AWS_LAMBDA_INITIALIZATION_TYPE=on-demand",
+	}, sqsSrv)
+	body, hdr := newClient("unused", false).Envelope("server/discover", nil)
+	headers := map[string]string{}
+	for k, v := range hdr {
+		headers[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	for _, id := range []string{"inv-1", "inv-2"} {
+		res := fn.invoke(t, id, lambdart.FunctionURLEvent(body, headers))
+		prelude, payload, ok := strings.Cut(string(res.Body), "\x00\x00\x00\x00\x00\x00\x00\x00")
+		if !ok || !strings.Contains(prelude, `"statusCode":500`) || !strings.Contains(payload, "store unreachable") {
+			t.Errorf("%s: %q, want a 500 saying the store is unreachable\nlog:\n%s", id, res.Body, fn.log())
+		}
+	}
+	if !strings.Contains(fn.log(), "building the mcptasks bundle failed") {
+		t.Errorf("the failed builds were not logged:\n%s", fn.log())
+	}
+}

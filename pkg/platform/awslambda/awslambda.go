@@ -103,41 +103,40 @@ func SweepHandler(b *bundle.Bundle) func(context.Context, events.CloudWatchEvent
 	}
 }
 
-// StartMCP runs the MCP Function URL binary (cmd/lambda/mcp).
+// StartMCP runs the MCP Function URL binary (cmd/lambda/mcp). While the
+// bundle cannot be built a request is answered 500.
 func StartMCP(apps ...*tasks.App) {
-	p := start(apps)
-	lambda.StartHandlerFunc(func(ctx context.Context, req *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
-		b, err := p.Bundle()
-		if err != nil {
-			return unavailable(ctx, req)
-		}
-		return MCPHandler(b)(ctx, req)
-	}, lambda.WithEnableSIGTERM(closer(p)))
+	serve(apps, MCPHandler, unavailable)
 }
 
 // StartWorker runs the SQS worker binary (cmd/lambda/worker). While the
 // bundle cannot be built the invocation fails, and SQS redelivers its
 // batch.
 func StartWorker(apps ...*tasks.App) {
-	p := start(apps)
-	lambda.StartHandlerFunc(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		b, err := p.Bundle()
-		if err != nil {
-			return events.SQSEventResponse{}, err
-		}
-		return WorkerHandler(b)(ctx, ev)
-	}, lambda.WithEnableSIGTERM(closer(p)))
+	serve(apps, WorkerHandler, nil)
 }
 
 // StartSweep runs the scheduled sweeper binary (cmd/lambda/sweep).
 func StartSweep(apps ...*tasks.App) {
+	serve(apps, SweepHandler, nil)
+}
+
+// serve runs the runtime loop: each invocation gets the process's bundle
+// (see start) and is handled by handler's function for it. When the
+// bundle cannot be built the invocation is answered by unbuilt, or fails
+// with the build's error if unbuilt is nil.
+func serve[In, Out any](apps []*tasks.App, handler func(*bundle.Bundle) func(context.Context, In) (Out, error), unbuilt func(context.Context, In) (Out, error)) {
 	p := start(apps)
-	lambda.StartHandlerFunc(func(ctx context.Context, ev events.CloudWatchEvent) (tasks.SweepResult, error) {
+	lambda.StartHandlerFunc(func(ctx context.Context, in In) (Out, error) {
 		b, err := p.Bundle()
 		if err != nil {
-			return tasks.SweepResult{}, err
+			if unbuilt != nil {
+				return unbuilt(ctx, in)
+			}
+			var zero Out
+			return zero, err
 		}
-		return SweepHandler(b)(ctx, ev)
+		return handler(b)(ctx, in)
 	}, lambda.WithEnableSIGTERM(closer(p)))
 }
 
