@@ -55,9 +55,9 @@ const (
 // set between replayed steps. Every other call (a new step, an unwinding,
 // a mismatch, a status once replay caught up) reads the goroutine id, or,
 // for a run that holds a trampoline (a worker's), looks for it on the
-// stack, a tenth of the cost (see trampolines). A replay made off the handler's goroutine thus passes unnoticed (its
-// outcome is the journaled one); the first call of that goroutine that does
-// more is caught. The state word also keeps any two calls, and a Do
+// stack, a tenth of the cost (see trampolines). A replay made off the
+// handler's goroutine thus passes unnoticed (its outcome is the journaled
+// one); the first call of that goroutine that does more is caught. The state word also keeps any two calls, and a Do
 // closure and a call, from touching the run at the same time.
 type guard struct {
 	// goroutine is the handler's goroutine id, set before the handler runs
@@ -214,10 +214,14 @@ type trampolines struct {
 	free chan int
 }
 
+// newTrampolines returns a Server's trampolines: those whose return
+// address could be read (trampolineReturns), all of them in practice.
 func newTrampolines() *trampolines {
 	t := &trampolines{free: make(chan int, len(trampolineFuncs))}
-	for i := range trampolineFuncs {
-		t.free <- i
+	for i, ret := range trampolineReturns {
+		if ret != 0 {
+			t.free <- i
+		}
 	}
 	return t
 }

@@ -593,12 +593,7 @@ type outcome struct {
 // read of its goroutine id (see guard), which costs in proportion to the
 // stack's depth.
 func execute(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, error)) outcome {
-	k := r.tramps.take()
-	if k >= 0 && trampolineReturns[k] == 0 {
-		r.tramps.give(k)
-		k = -1
-	}
-	if k >= 0 {
+	if k := r.tramps.take(); k >= 0 {
 		return executeOn(k, r, h)
 	}
 	done := make(chan outcome, 1)

@@ -190,7 +190,7 @@ type Server struct {
 	// contexts' deadlines (DeadlineHonourer), so a request calls them
 	// directly (see await).
 	storeDirect, queueDirect bool
-	// tramps start the handler goroutines of workers' runs (see
+	// tramps are lent to workers' runs, whose handlers run inside them (see
 	// trampolines).
 	tramps *trampolines
 
