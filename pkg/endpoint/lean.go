@@ -71,6 +71,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcptasks/mcptasks/internal/jsonscan"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -214,10 +215,10 @@ func members(raw []byte) map[string]json.RawMessage {
 		return m
 	}
 	for {
-		end := endOfString(raw, i)
+		end := jsonscan.StringEnd(raw, i)
 		key := decodeString(raw[i:end])
 		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
-		vend := endOfValue(raw, i)
+		vend := jsonscan.ValueEnd(raw, i)
 		m[key] = raw[i:vend:vend]
 		i = skipSpace(raw, vend)
 		if raw[i] != ',' {
@@ -287,49 +288,6 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// endOfString returns the index just past the string literal that starts
-// at b[i] (valid JSON).
-func endOfString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// endOfValue returns the index just past the value that starts at b[i]
-// (valid JSON).
-func endOfValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return endOfString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = endOfString(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
 }
 
 // str decodes an optional JSON string member; ok is false when it is present

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcptasks/mcptasks/internal/jsonscan"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -49,7 +50,7 @@ func fastEntry(raw string, e *tasks.Entry) bool {
 			return false // unknown (json matches names case-insensitively), or repeated
 		}
 		seen |= bit
-		end := valueEnd(raw, i)
+		end := jsonscan.ValueEnd(raw, i)
 		if end <= i || raw[i] == 'n' { // null: json's rules for it differ by type
 			return false
 		}
@@ -156,38 +157,4 @@ func jsonInteger(v string) bool {
 		v = v[1:]
 	}
 	return v != "" && v[0] >= '1' && v[0] <= '9' || v == "0"
-}
-
-// valueEnd returns the index just past the JSON value starting at raw[i]
-// (in invalid JSON, an index that the caller's checks then refuse).
-func valueEnd(raw string, i int) int {
-	depth := 0
-	for j := i; j < len(raw); j++ {
-		switch raw[j] {
-		case '"':
-			for j++; j < len(raw) && raw[j] != '"'; j++ {
-				if raw[j] == '\\' {
-					j++
-				}
-			}
-			if depth == 0 {
-				return min(j+1, len(raw))
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return j
-			}
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
-		case ',':
-			if depth == 0 {
-				return j
-			}
-		}
-	}
-	return len(raw)
 }
