@@ -27,7 +27,6 @@ func TestIdleWorkersCost(t *testing.T) {
 	t.Parallel()
 	rs := testredis.StartServer(t)
 	env := []string{"REDIS_URL=" + rs.URL}
-	w1, w2 := start(t, env, "worker"), start(t, env, "worker")
 	opt, err := rueidis.ParseURL(rs.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -39,14 +38,7 @@ func TestIdleWorkersCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(w1.Log(), "worker running") || !strings.Contains(w2.Log(), "worker running") {
-		if time.Now().After(deadline) {
-			t.Fatalf("workers did not start:\n%s\n%s", w1.Log(), w2.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second) // past the start-up commands
+	idleWorkers(t, env)
 	processed := func() int {
 		info, err := rc.Do(t.Context(), rc.B().Info().Section("stats").Build()).ToString()
 		if err != nil {
@@ -93,15 +85,7 @@ func TestIdleWorkersCostCluster(t *testing.T) {
 	t.Parallel()
 	cl := testredis.StartCluster(t, 3, 0)
 	env := []string{"REDIS_URL=" + cl.URL}
-	w1, w2 := start(t, env, "worker"), start(t, env, "worker")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(w1.Log(), "worker running") || !strings.Contains(w2.Log(), "worker running") {
-		if time.Now().After(deadline) {
-			t.Fatalf("workers did not start:\n%s\n%s", w1.Log(), w2.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second) // past the start-up commands
+	idleWorkers(t, env)
 	window := idleWindow(t)
 	masters := cl.Masters(t)
 	// The commands of the workers: every command but the test's own INFO
@@ -133,6 +117,21 @@ func TestIdleWorkersCostCluster(t *testing.T) {
 	if rate > 2 {
 		t.Errorf("idle workers cost %.2f commands/s on a cluster, want at most 2", rate)
 	}
+}
+
+// idleWorkers starts two `mcptasks worker` processes with env and returns
+// once both run and their start-up commands are past.
+func idleWorkers(t *testing.T, env []string) {
+	t.Helper()
+	w1, w2 := start(t, env, "worker"), start(t, env, "worker")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(w1.Log(), "worker running") || !strings.Contains(w2.Log(), "worker running") {
+		if time.Now().After(deadline) {
+			t.Fatalf("workers did not start:\n%s\n%s", w1.Log(), w2.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // past the start-up commands
 }
 
 // idleWindow is how long the idle tests watch: 15s, or

@@ -48,10 +48,7 @@ func TestGuardReplayFromGoroutines(t *testing.T) {
 }
 
 func testGuardReplayFromGoroutines(t *testing.T, tramps *trampolines) {
-	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
-		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
-		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
-	}}
+	r := journaledRun(t, tramps)
 	var got, refused atomic.Int32
 	out := execute(r, func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 		var wg sync.WaitGroup
@@ -91,10 +88,7 @@ func TestGuardAfterReturn(t *testing.T) {
 }
 
 func testGuardAfterReturn(t *testing.T, tramps *trampolines) {
-	r := &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
-		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
-		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
-	}}
+	r := journaledRun(t, tramps)
 	var kept *Step
 	out := execute(r, func(ctx context.Context, st *Step) (*mcp.CallToolResult, error) {
 		kept = st
@@ -115,6 +109,15 @@ func testGuardAfterReturn(t *testing.T, tramps *trampolines) {
 	if r.cursor != 1 || r.statusMsg != "" {
 		t.Errorf("a call after the handler returned changed the run: cursor %d, status %q", r.cursor, r.statusMsg)
 	}
+}
+
+// journaledRun is an inline run whose journal holds the Do steps a (1)
+// and b (2).
+func journaledRun(t *testing.T, tramps *trampolines) *run {
+	return &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
+		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
+		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
+	}}
 }
 
 // withTrampolines runs test with the goroutine id check (no trampolines),

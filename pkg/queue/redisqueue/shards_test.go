@@ -161,14 +161,7 @@ func testFairness(t *testing.T, c rueidis.Client) {
 // them.
 func testWakeEveryShard(t *testing.T, c rueidis.Client) {
 	const shards = 5
-	prefix := uniquePrefix(t)
-	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
-	other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
-	seen := make(chan string, 16)
-	runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		seen <- id
-		return redisqueue.Ack, nil
-	})
+	other, seen := idleConsumers(t, c, shards)
 	// A first message shows the consumers running; the shards are empty
 	// after it, so the consumers idle until woken.
 	first := idsIn(0, shards, 1)[0]
@@ -180,6 +173,21 @@ func testWakeEveryShard(t *testing.T, c rueidis.Client) {
 		mustEnqueue(t, other, id, time.Time{})
 		expect(t, seen, id)
 	}
+}
+
+// idleConsumers starts two consumers of a queue of its own with the given
+// shards, polling once an hour (so only a publication wakes them), that
+// send each id they are given to seen; other is another process's handle
+// on the same queue.
+func idleConsumers(t *testing.T, c rueidis.Client, shards int) (other *redisqueue.Queue, seen <-chan string) {
+	prefix := uniquePrefix(t)
+	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
+	ch := make(chan string, 16)
+	runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		ch <- id
+		return redisqueue.Ack, nil
+	})
+	return redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards}), ch
 }
 
 func expect(t *testing.T, seen <-chan string, want string) {
@@ -199,14 +207,7 @@ func expect(t *testing.T, seen <-chan string, want string) {
 // publication carries its due time.
 func testDelayedWake(t *testing.T, c rueidis.Client) {
 	const shards = 3
-	prefix := uniquePrefix(t)
-	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards, Poll: time.Hour, Visibility: time.Minute, Logger: logger(t)})
-	other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
-	seen := make(chan string, 4)
-	runConsume(t, q, 2, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		seen <- id
-		return redisqueue.Ack, nil
-	})
+	other, seen := idleConsumers(t, c, shards)
 	first := idsIn(1, shards, 1)[0]
 	mustEnqueue(t, other, first, time.Time{})
 	expect(t, seen, first)
