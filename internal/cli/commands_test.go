@@ -15,6 +15,8 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/examples/conformance"
 	"github.com/mcptasks/mcptasks/pkg/platform/local/localtest"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func check(t *testing.T, r *run, code int, stdout ...string) {
@@ -327,4 +329,68 @@ func TestCLIToken(t *testing.T) {
 	if !strings.Contains(r.err.Error(), "HTTP 401") {
 		t.Errorf("without a token: %v", r.err)
 	}
+}
+
+// task cancel of a task whose step is running: the step does not stop at
+// once (it ignores its context for a while), so the task ends cancelled a
+// moment after tasks/cancel answers; the command waits for that, and
+// prints the state it found when --wait passes first.
+func TestCLICancelRunningStep(t *testing.T) {
+	started := make(chan string, 4)
+	release := make(chan struct{})
+	app := &tasks.App{Name: "stubborn", Register: func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "stubborn", Description: "A step that stops late."}, tasks.Optional,
+			func(_ context.Context, st *tasks.Step, _ struct{}) (*mcp.CallToolResult, error) {
+				if _, err := tasks.Do(st, "part", func(context.Context) (int, error) {
+					started <- st.TaskID()
+					<-release // ignores its context until the test lets it go
+					return 1, nil
+				}); err != nil {
+					return nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+			})
+	}}
+	url := localtest.Serve(t, app)
+	ctx := t.Context()
+	start := func() string {
+		t.Helper()
+		d := newRun(url, nil).exec(ctx, "call", "stubborn", "--detach")
+		check(t, d, 0)
+		id := strings.TrimSpace(d.out.String())
+		select {
+		case got := <-started:
+			if got != id {
+				t.Fatalf("step of %s started, want %s", got, id)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the step did not start")
+		}
+		return id
+	}
+
+	// --wait passes while the step runs: the state then, and a note.
+	id := start()
+	r := newRun(url, nil).exec(ctx, "task", "cancel", id, "--wait", "300ms")
+	check(t, r, 0, "task "+id+": working")
+	if !strings.Contains(r.errb.String(), "cancellation stays requested") {
+		t.Errorf("stderr: %s", r.errb)
+	}
+	release <- struct{}{}
+	waitStatus(t, url, id, client.StatusCancelled)
+
+	// The default wait sees the step stop and the task end cancelled.
+	id = start()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		release <- struct{}{}
+	}()
+	r = newRun(url, nil).exec(ctx, "task", "cancel", id)
+	check(t, r, 0, "task "+id+": cancelled")
+	if r.errb.String() != "" {
+		t.Errorf("stderr: %s", r.errb)
+	}
+
+	bad := newRun(url, nil).exec(ctx, "task", "cancel", id, "--wait", "-1s")
+	check(t, bad, 2)
 }

@@ -38,6 +38,9 @@
 // The first Ctrl-C of a call cancels its task (tasks/cancel) and waits for
 // the state the task reaches; a second one stops waiting at once and
 // leaves the task as it is. Ctrl-C during `task watch` only stops watching.
+// `task cancel` likewise waits for the task to end (at most --wait, 30s by
+// default: a running step stops at its next chance) and prints the status
+// it reached.
 // The exit status is
 //
 //	0    the tool's result is not an error (a task completed, or --detach

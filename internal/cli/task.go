@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
@@ -20,7 +21,8 @@ Usage: mcptasks task get|watch|cancel|answer TASKID [flags]
   get     print the task as tasks/get answers it (JSON)
   watch   follow the task until it ends, asking for the input it needs, and
           print its result; Ctrl-C stops watching (the task goes on)
-  cancel  cancel the task (tasks/cancel) and print the status it reached
+  cancel  cancel the task (tasks/cancel), wait for it to end and print the
+          status it reached
   answer  answer the task's input requests (tasks/update): with no answers
           on the command line, ask for each one
 
@@ -43,8 +45,10 @@ var taskHelp = map[string]string{
 		"result, error or pending input requests.",
 	"watch": "Follows the task until it ends, asking for the input it needs, and prints its result as\n" +
 		"call does (same output and exit status). Ctrl-C stops watching; the task goes on.",
-	"cancel": "Cancels the task (tasks/cancel) and prints the status it reached. Cancellation is\n" +
-		"cooperative: a running step stops at its next chance, and the task may still complete.",
+	"cancel": "Cancels the task (tasks/cancel), waits for it to end and prints the status it reached.\n" +
+		"Cancellation is cooperative: a waiting task is cancelled at once, a running step stops at its\n" +
+		"next chance, and the task may still complete or fail. A task still running when --wait\n" +
+		"passes is printed as it is (its cancellation stays requested).",
 }
 
 func (e *env) task(ctx context.Context, args []string) error {
@@ -63,10 +67,13 @@ func (e *env) task(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcptasks task "+sub, flag.ContinueOnError)
 	com := e.commonFlags(fs)
 	var output, jsonArg *string
+	var wait *time.Duration
 	usage := fmt.Sprintf("Usage: mcptasks task %s TASKID [flags]\n\n%s", sub, taskHelp[sub])
 	switch sub {
 	case "watch":
 		output = fs.String("output", outputText, "how to print the result: text (its text content) or json (the CallToolResult)")
+	case "cancel":
+		wait = fs.Duration("wait", client.DefaultCancelWait, "how long to wait for the task to end after the cancel (0: read it once)")
 	case "answer":
 		jsonArg = fs.String("json", "", "the responses as one JSON object by input request key")
 		usage = taskAnswerUsage
@@ -100,13 +107,15 @@ func (e *env) task(ctx context.Context, args []string) error {
 				return c.Resume(ctx, id, opts...)
 			})
 	case "cancel":
-		c := com.quickClient(e)
-		if err := c.Cancel(ctx, id); err != nil {
-			return err
+		if *wait < 0 {
+			return local.Usagef("task cancel: --wait must not be negative, not %s", *wait)
 		}
-		t, err := c.Get(ctx, id)
+		t, err := com.quickClient(e).CancelAndWait(ctx, id, *wait)
 		if err != nil {
 			return err
+		}
+		if !t.Status.Terminal() && *wait > 0 {
+			fmt.Fprintf(e.stderr, "the task has not ended within %s: a step is still running; its cancellation stays requested\n", *wait)
 		}
 		_, err = fmt.Fprintf(e.stdout, "task %s: %s\n", t.ID, t.Status)
 		return err

@@ -386,6 +386,49 @@ func (c *Client) Cancel(ctx context.Context, taskID string) error {
 	return unknownTask(err)
 }
 
+// CancelAndWait cancels the task taskID (tasks/cancel) and reads it until it
+// ends or wait passes, returning the last state read: cancelled, or the
+// outcome a running step reached first (a task may still complete or
+// fail), or, when wait passes first, a task still running with its
+// cancellation requested. A wait of 0 reads the task once, right after the
+// cancel.
+func (c *Client) CancelAndWait(ctx context.Context, taskID string, wait time.Duration) (*Task, error) {
+	if err := c.Cancel(ctx, taskID); err != nil {
+		return nil, err
+	}
+	if wait <= 0 {
+		return c.Get(ctx, taskID)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	t, err := c.untilTerminal(wctx, func(ctx context.Context) (*Task, error) { return c.Get(ctx, taskID) })
+	if t == nil && err == nil {
+		// The wait ended within the first read: read once more, on ctx.
+		return c.Get(ctx, taskID)
+	}
+	return t, err
+}
+
+// untilTerminal reads a task with get until it is terminal or ctx ends. It
+// returns the last state read, and the error of a read that failed other
+// than by ctx's end.
+func (c *Client) untilTerminal(ctx context.Context, get func(context.Context) (*Task, error)) (*Task, error) {
+	var last *Task
+	for {
+		t, err := get(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return last, nil
+			}
+			return last, err
+		}
+		last = t
+		if t.Status.Terminal() || c.sleep(ctx, c.pollWait(t.PollInterval)) != nil {
+			return t, nil
+		}
+	}
+}
+
 // ListTools returns the server's tools (tools/list), following pagination.
 func (c *Client) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool

@@ -558,6 +558,55 @@ func TestCancelOnContextDone(t *testing.T) {
 	}
 }
 
+// CancelAndWait reads the task until it ends, whatever it ends as, or
+// returns the running task when the wait passes; a wait of 0 reads once.
+func TestCancelAndWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		steps  []faketasks.Step
+		wait   time.Duration
+		status Status
+		gets   int // tasks/get requests, -1: more than one
+	}{
+		{"cancelled", []faketasks.Step{{Polls: 1000, PollIntervalMs: 1}}, ms(500), StatusCancelled, 1},
+		{"completes anyway", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, ms(500), StatusCompleted, -1},
+		{"still working", []faketasks.Step{{Polls: 1 << 30, PollIntervalMs: 2, IgnoreCancel: true}}, ms(80), StatusWorking, -1},
+		{"no wait", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, 0, StatusWorking, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := faketasks.New(map[string]faketasks.Tool{"job": {Steps: tc.steps}}, nil)
+			defer srv.Close()
+			c, _ := newClient(srv)
+			ctx := t.Context()
+			task, _, err := c.Start(ctx, "job", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.CancelAndWait(ctx, task.ID, tc.wait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != task.ID || got.Status != tc.status {
+				t.Errorf("task %s %s, want %s %s", got.ID, got.Status, task.ID, tc.status)
+			}
+			if n := len(srv.Requests("tasks/get")); (tc.gets > 0 && n != tc.gets) || (tc.gets < 0 && n < 2) {
+				t.Errorf("%d tasks/get requests, want %d (-1: more than one)", n, tc.gets)
+			}
+			if n := len(srv.Requests("tasks/cancel")); n != 1 {
+				t.Errorf("%d tasks/cancel requests", n)
+			}
+		})
+	}
+	t.Run("unknown task", func(t *testing.T) {
+		srv := faketasks.New(map[string]faketasks.Tool{}, nil)
+		defer srv.Close()
+		c, _ := newClient(srv)
+		if _, err := c.CancelAndWait(t.Context(), "nope", ms(100)); !errors.Is(err, ErrTaskUnknown) {
+			t.Errorf("err %v, want ErrTaskUnknown", err)
+		}
+	})
+}
+
 // TestCancelDuringCreate: a context that ends while tools/call is in
 // flight does not lose the task the server creates meanwhile: the client
 // reads the handle and cancels it.

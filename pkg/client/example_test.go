@@ -162,6 +162,29 @@ func ExampleClient_Call_cancel() {
 	// task task-1 cancelled
 }
 
+// CancelAndWait cancels a task by its id (from any process) and reads it
+// until it ends: cancelled, or the outcome a running step reached first.
+func ExampleClient_CancelAndWait() {
+	srv := exampleServer()
+	defer srv.Close()
+	c := client.New(srv.URL)
+	ctx := context.Background()
+
+	task, _, err := c.Start(ctx, "report", map[string]any{"steps": 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	task, err = c.CancelAndWait(ctx, task.ID, 30*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("task", task.ID, task.Status)
+	// Output:
+	// task task-1 cancelled
+}
+
 // The options of a client: authentication, transport and pacing.
 func ExampleNew() {
 	c := client.New("https://tasks.example.com/mcp",

@@ -199,15 +199,9 @@ func (w *waiter) cancel(ctx context.Context) error {
 	}
 	pctx, cancel := context.WithTimeout(base, w.cfg.cancelWait)
 	defer cancel()
-	for {
-		t, err := w.get(pctx)
-		if err != nil || t.Status.Terminal() {
-			return nil
-		}
-		if w.c.sleep(pctx, w.c.pollWait(t.PollInterval)) != nil {
-			return nil
-		}
-	}
+	// What the wait read is in w.last; a failed read ends it quietly.
+	_, _ = w.c.untilTerminal(pctx, w.get)
+	return nil
 }
 
 // joinDone returns a context that ends when a or b does, with the values
