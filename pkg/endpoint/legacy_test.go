@@ -25,6 +25,10 @@ type legacyServer struct {
 	t   *testing.T
 	srv *tasks.Server
 	h   http.Handler
+	// started receives the task id of each run of the stubborn tool's
+	// step, which then waits for release, ignoring its context.
+	started chan string
+	release chan struct{}
 }
 
 func newLegacyServer(t *testing.T, opts tasks.Options) *legacyServer {
@@ -56,7 +60,19 @@ func newLegacyServer(t *testing.T, opts tasks.Options) *legacyServer {
 		func(ctx context.Context, st *tasks.Step, _ struct{}) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "woke"}}}, st.Sleep("nap", time.Hour)
 		})
-	return &legacyServer{t: t, srv: srv, h: endpoint.ForTasks(srv, &endpoint.Options{Logger: quiet})}
+	started, release := make(chan string, 4), make(chan struct{})
+	tasks.AddTool(srv, &mcp.Tool{Name: "stubborn", Description: "a step that stops late"}, tasks.Optional,
+		func(ctx context.Context, st *tasks.Step, _ struct{}) (*mcp.CallToolResult, error) {
+			if _, err := tasks.Do(st, "part", func(context.Context) (int, error) {
+				started <- st.TaskID()
+				<-release
+				return 1, nil
+			}); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, st.Sleep("rest", time.Hour)
+		})
+	return &legacyServer{t: t, srv: srv, h: endpoint.ForTasks(srv, &endpoint.Options{Logger: quiet}), started: started, release: release}
 }
 
 // legacyAnswer is an HTTP answer: status, headers and body.
@@ -474,5 +490,59 @@ func TestLegacyTransportChecks(t *testing.T) {
 	}
 	if a := l.send("alice", v1125, get, "Accept", "application/json"); a.status != http.StatusBadRequest {
 		t.Errorf("tasks/get accepting no event stream: HTTP %d %s", a.status, a.body)
+	}
+}
+
+// 2025-11-25 has a task cancelled before the tasks/cancel response: with a
+// step of it in flight (one that stops late), the answer waits for the
+// step's end and says cancelled; a step that outlasts the wait (the
+// invocation's budget, here 1s) leaves the task working, its cancellation
+// requested, and the task ends cancelled when the step does.
+func TestLegacyCancelWaitsForRunningStep(t *testing.T) {
+	l := newLegacyServer(t, tasks.Options{MaxDuration: 2 * time.Second})
+	cancelWhileRunning := func(releaseAfter time.Duration) (legacyTask, string) {
+		t.Helper()
+		tk := l.create("alice", "stubborn", nil)
+		advanced := make(chan error, 1)
+		go func() {
+			_, err := l.srv.Advance(context.Background(), tk.TaskID)
+			advanced <- err
+		}()
+		select {
+		case id := <-l.started:
+			if id != tk.TaskID {
+				t.Fatalf("step of %s started, want %s", id, tk.TaskID)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the step did not start")
+		}
+		released := time.AfterFunc(releaseAfter, func() { l.release <- struct{}{} })
+		defer func() {
+			if released.Stop() {
+				l.release <- struct{}{}
+			}
+			if err := <-advanced; err != nil {
+				t.Errorf("advance: %v", err)
+			}
+		}()
+		var got legacyTask
+		m := l.send("alice", v1125, call(7, "tasks/cancel", map[string]any{"taskId": tk.TaskID})).one(t)
+		if err := json.Unmarshal(m.Result, &got); err != nil || got.TaskID != tk.TaskID {
+			t.Fatalf("tasks/cancel: %+v %s (%v)", m.Error, m.Result, err)
+		}
+		return got, tk.TaskID
+	}
+
+	if got, _ := cancelWhileRunning(150 * time.Millisecond); got.Status != "cancelled" {
+		t.Errorf("tasks/cancel while the step ran 150ms more: %+v", got)
+	}
+
+	got, id := cancelWhileRunning(time.Hour) // released when the answer is in
+	if got.Status != "working" || !strings.Contains(got.StatusMessage, "cancellation requested") {
+		t.Errorf("tasks/cancel while the step outlasts the wait: %+v", got)
+	}
+	var after legacyTask
+	if err := json.Unmarshal(l.send("alice", v1125, call(8, "tasks/get", map[string]any{"taskId": id})).one(t).Result, &after); err != nil || after.Status != "cancelled" {
+		t.Errorf("tasks/get after the step ended: %+v (%v)", after, err)
 	}
 }

@@ -201,9 +201,13 @@ func (s *Server) LegacyGetTask(ctx context.Context, owner, id string) (mcp.Resul
 // LegacyCancelTask answers the 2025-11-25 tasks/cancel for owner: -32602
 // for a task that is already terminal (as that revision requires) or
 // unknown; else cancellation is requested as [Server.CancelTask] does it
-// and the task is answered as it stands afterwards: cancelled when it was
-// parked or queued, still working while a step of it runs (it ends
-// cancelled at the step's end, unless that step was its last).
+// and the task is answered as it stands afterwards. A parked or queued
+// task is cancelled at once. While a step of it runs, the answer waits
+// (at most [LegacyCancelWait], within the invocation's budget) for the
+// step to stop and the task to end, since that revision has the task
+// cancelled before the response: cancelled, or the outcome the step
+// reached first when it was the last; a step that outlasts the wait leaves
+// the task working with its cancellation requested.
 func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
 	t, err := s.lookup(ctx, owner, id, MethodCancel)
 	if err != nil {
@@ -215,7 +219,10 @@ func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	if _, err := s.CancelTask(ctx, owner, id); err != nil {
 		return nil, err
 	}
-	if t, err = s.lookup(ctx, owner, id, MethodCancel); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, min(LegacyCancelWait, s.HoldBudget()))
+	defer cancel()
+	t, err = s.watch(wctx, owner, id, MethodCancel, cancelPoll, nil)
+	if err != nil && (t == nil || wctx.Err() == nil) {
 		return nil, err
 	}
 	if t.CancelRequested && !t.Status.Terminal() {
@@ -264,28 +271,42 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 	return res, nil
 }
 
-// watchPoll is how often WatchTask reads the task.
-const watchPoll = 200 * time.Millisecond
+// LegacyCancelWait bounds how long a 2025-11-25 tasks/cancel waits for a
+// task whose step is in flight to end (see [Server.LegacyCancelTask]).
+const LegacyCancelWait = 5 * time.Second
+
+// watchPoll is how often WatchTask reads the task; cancelPoll how often
+// the legacy tasks/cancel does, waiting for a step that stops at its next
+// chance.
+const (
+	watchPoll  = 200 * time.Millisecond
+	cancelPoll = 20 * time.Millisecond
+)
 
 // WatchTask reads owner's task id until it is terminal, until each (called
 // with every reading) returns true, or until ctx ends (its error then,
 // with the last reading). It answers -32602 for an unknown or foreign
 // task. The legacy tasks/result holds its request with it.
 func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
+	return s.watch(ctx, owner, id, MethodResult, watchPoll, each)
+}
+
+// watch is WatchTask for the request method, reading every poll; a nil
+// each waits for the terminal status. The end of ctx ends the wait between
+// reads, never a read: a read cut short would be reported as a store
+// failure (each is bounded by Options.StoreTimeout).
+func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.Duration, each func(*Task) bool) (*Task, error) {
 	var last *Task
 	for {
-		t, err := s.lookup(ctx, owner, id, MethodResult)
+		t, err := s.lookup(context.WithoutCancel(ctx), owner, id, method)
 		if err != nil {
-			if ctx.Err() != nil && last != nil {
-				return last, ctx.Err()
-			}
 			return last, err
 		}
 		last = t
-		if t.Status.Terminal() || each(t) {
+		if t.Status.Terminal() || (each != nil && each(t)) {
 			return t, nil
 		}
-		if err := sleepCtx(ctx, watchPoll); err != nil {
+		if err := sleepCtx(ctx, poll); err != nil {
 			return last, err
 		}
 	}
