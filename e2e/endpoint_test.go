@@ -207,7 +207,9 @@ func TestErrorCodes(t *testing.T) {
 	if g.ResultType != "complete" || len(g.Content) != 1 || g.Content[0].Text != "Hello, legacy!" {
 		t.Errorf("greet with legacy task param = %s", r.Result)
 	}
-	// Cancel of a sleeping task is immediate, and idempotent once terminal.
+	// Cancel answers an acknowledgement, also once the task is terminal;
+	// the task ends cancelled (at once when parked in its sleep, at the end
+	// of its first step when that is still in flight).
 	for range 2 {
 		r = with.Call(t, "tasks/cancel", map[string]any{"taskId": created.TaskID})
 		var ack map[string]json.RawMessage
@@ -216,7 +218,7 @@ func TestErrorCodes(t *testing.T) {
 			t.Errorf("cancel ack = %s, want only resultType (and _meta)", r.Result)
 		}
 	}
-	if got := with.Get(t, created.TaskID); got.Status != "cancelled" {
+	if got := with.WaitFor(t, created.TaskID, 30*time.Second, terminal); got.Status != "cancelled" {
 		t.Errorf("after cancel the task is %q, want cancelled", got.Status)
 	}
 }

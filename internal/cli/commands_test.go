@@ -348,7 +348,9 @@ func TestCLICancelRunningStep(t *testing.T) {
 				}); err != nil {
 					return nil, err
 				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+				// Parked after the part: a step released before the cancel
+				// arrives still leaves the task to cancel.
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, st.Sleep("rest", time.Hour)
 			})
 	}}
 	url := localtest.Serve(t, app)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -30,4 +31,40 @@ func CommandCalls(tb testing.TB, c rueidis.Client) map[string]int64 {
 		m[strings.TrimPrefix(name, "cmdstat_")] = calls
 	}
 	return m
+}
+
+// Settle waits until the server has processed no command but INFO for
+// quiet (the clients under test have done what they do at once), at most
+// ten seconds: a fixed sleep instead can end too early on a loaded
+// machine. It returns the command counts then (as [CommandCalls]).
+func Settle(tb testing.TB, c rueidis.Client, quiet time.Duration) map[string]int64 {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last, since := CommandCalls(tb, c), time.Now()
+	for {
+		time.Sleep(quiet / 5)
+		now := CommandCalls(tb, c)
+		if !sameCalls(last, now) {
+			last, since = now, time.Now()
+		}
+		if time.Since(since) >= quiet || time.Now().After(deadline) {
+			return now
+		}
+	}
+}
+
+// sameCalls reports whether a and b count the same calls of each command
+// but INFO.
+func sameCalls(a, b map[string]int64) bool {
+	for name, n := range b {
+		if name != "info" && a[name] != n {
+			return false
+		}
+	}
+	for name := range a {
+		if _, ok := b[name]; !ok && name != "info" {
+			return false
+		}
+	}
+	return true
 }

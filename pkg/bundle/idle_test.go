@@ -83,8 +83,8 @@ func TestIdleWorkerProcesses(t *testing.T) {
 	for range 2 {
 		startProcess(t, env, true, true)
 	}
-	time.Sleep(time.Second) // startup: each process looks at its shards once
-	before := testredis.CommandCalls(t, admin)
+	// Past the start-up, where each process looks at its shards once.
+	before := testredis.Settle(t, admin, 500*time.Millisecond)
 	time.Sleep(window)
 	after := testredis.CommandCalls(t, admin)
 	var total int64

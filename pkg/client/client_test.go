@@ -520,11 +520,12 @@ func TestCancelOnContextDone(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		steps  []faketasks.Step
+		wait   time.Duration // CancelWait: ample unless the wait is to pass
 		status Status
 	}{
-		{"cancelled", []faketasks.Step{{Polls: 1000, PollIntervalMs: 1}}, StatusCancelled},
-		{"completes anyway", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, StatusCompleted},
-		{"still working", []faketasks.Step{{Polls: 1 << 30, PollIntervalMs: 2, IgnoreCancel: true}}, StatusWorking},
+		{"cancelled", []faketasks.Step{{Polls: 1000, PollIntervalMs: 1}}, 5 * time.Second, StatusCancelled},
+		{"completes anyway", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, 5 * time.Second, StatusCompleted},
+		{"still working", []faketasks.Step{{Polls: 1 << 30, PollIntervalMs: 2, IgnoreCancel: true}}, ms(80), StatusWorking},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := faketasks.New(map[string]faketasks.Tool{"job": {Steps: tc.steps}}, nil)
@@ -533,7 +534,7 @@ func TestCancelOnContextDone(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var seen []Status
-			_, err := c.Call(ctx, "job", nil, CancelWait(ms(80)), OnStatus(func(tk Task) {
+			_, err := c.Call(ctx, "job", nil, CancelWait(tc.wait), OnStatus(func(tk Task) {
 				seen = append(seen, tk.Status)
 				cancel()
 			}))
@@ -568,8 +569,8 @@ func TestCancelAndWait(t *testing.T) {
 		status Status
 		gets   int // tasks/get requests, -1: more than one
 	}{
-		{"cancelled", []faketasks.Step{{Polls: 1000, PollIntervalMs: 1}}, ms(500), StatusCancelled, 1},
-		{"completes anyway", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, ms(500), StatusCompleted, -1},
+		{"cancelled", []faketasks.Step{{Polls: 1000, PollIntervalMs: 1}}, 5 * time.Second, StatusCancelled, 1},
+		{"completes anyway", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, 5 * time.Second, StatusCompleted, -1},
 		{"still working", []faketasks.Step{{Polls: 1 << 30, PollIntervalMs: 2, IgnoreCancel: true}}, ms(80), StatusWorking, -1},
 		{"no wait", []faketasks.Step{{Polls: 3, PollIntervalMs: 1, IgnoreCancel: true}, {Result: text("finished")}}, 0, StatusWorking, 1},
 	} {

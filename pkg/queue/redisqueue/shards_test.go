@@ -259,7 +259,7 @@ func TestResubscribe(t *testing.T) {
 	// Subscribed and settled: a message written unannounced now is not
 	// seen (the poll interval is an hour)...
 	subscriber := subscriberID(t, c, shards)
-	time.Sleep(200 * time.Millisecond)
+	testredis.Settle(t, c, 300*time.Millisecond)
 	id := idsIn(2, shards, 1)[0]
 	key, _ := q.KeysFor(id)
 	if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(time.Now().UnixMilli()), id).Build()).Error(); err != nil {
@@ -340,11 +340,10 @@ func TestIdleConsumersSendNothing(t *testing.T) {
 	}
 	// A message taken shows both processes subscribed and settled.
 	id := idsIn(3, shards, 1)[0]
-	time.Sleep(300 * time.Millisecond)
+	testredis.Settle(t, admin, 300*time.Millisecond)
 	mustEnqueue(t, qs[0], id, time.Time{})
 	expect(t, seen, id)
-	time.Sleep(300 * time.Millisecond)
-	before := testredis.CommandCalls(t, admin)
+	before := testredis.Settle(t, admin, 300*time.Millisecond)
 	time.Sleep(2 * time.Second)
 	after := testredis.CommandCalls(t, admin)
 	var sent []string

@@ -458,7 +458,7 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 			ctx := t.Context()
 			id := tasks.NewID()
 			if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
-				TTL: 2 * time.Second, PollInterval: time.Second, Now: time.Now()}); err != nil {
+				TTL: 5 * time.Second, PollInterval: time.Second, Now: time.Now()}); err != nil {
 				t.Fatalf("Create: %v", err)
 			}
 			c, err := s.Claim(ctx, id, time.Now(), time.Minute)

@@ -36,7 +36,7 @@ func TestWaitForReplicas(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			prefix := uniquePrefix()
-			o := &Options{Prefix: prefix, Wait: 1, WaitTimeout: 200 * time.Millisecond}
+			o := &Options{Prefix: prefix, Wait: 1, WaitTimeout: time.Second}
 			if dispatch {
 				o.Queue = redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
 			}
