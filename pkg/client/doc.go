@@ -27,7 +27,8 @@
 // [Client.Call] does all of this and returns the tool's result however the
 // server chose to answer. [Client.Start] stops after the first answer (for
 // callers that detach), [Client.Resume] reattaches to a task by its id (for
-// instance after a restart), and [Client.Get], [Client.Update],
+// instance after a restart), [Client.CancelAndWait] cancels a task by its
+// id and reads it until it ends, and [Client.Get], [Client.Update],
 // [Client.Cancel] and [Client.ListTools] are the single requests.
 //
 // # The wire
