@@ -143,9 +143,9 @@ type Store struct {
 	queueKeys func(id string) (queue, wake string)
 	// queue is the queue the store dispatches to (nil: none); its
 	// consumers' hand-back offers are taken by Commit.
-	queue     *redisqueue.Queue
-	wait      int64
-	waitMs    int64
+	queue  *redisqueue.Queue
+	wait   int64
+	waitMs int64
 	// tracer is nil when tracing is off; names names the scripts by SHA
 	// for their spans.
 	tracer trace.Tracer
