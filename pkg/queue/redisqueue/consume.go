@@ -374,7 +374,9 @@ func (g *group) consume(ctx context.Context, h Handler) {
 				continue
 			}
 		}
-		held = g.handle(ctx, h, d, run < MaxHandBacks)
+		// With one shard a receive would take what a hand-back does (the
+		// earliest due message): the bound guards other shards only.
+		held = g.handle(ctx, h, d, len(q.keys) == 1 || run < MaxHandBacks)
 	}
 }
 

@@ -10,12 +10,14 @@ import (
 )
 
 // MaxHandBacks is how many handed-back messages (see [HandBack]) a
-// consumer of [Queue.Consume] handles in a row before it receives through
-// the group again, taking the shards in turn: a shard that keeps a
-// consumer busy with its own messages thus delays another shard's due
-// message by at most this many handlings. Eight keeps the saving (one
-// receive in nine instead of every one) while bounding that delay to a
-// few milliseconds of no-op steps.
+// consumer of [Queue.Consume] on a sharded queue handles in a row before
+// it receives through the group again, taking the shards in turn: a shard
+// that keeps a consumer busy with its own messages thus delays another
+// shard's due message by at most this many handlings. Eight keeps most of
+// the saving (one receive in nine instead of every one) while bounding
+// that delay to a few milliseconds of no-op steps. With one shard there is
+// no bound: a receive would take the message the hand-back takes, the
+// shard's earliest due one.
 const MaxHandBacks = 8
 
 // HandBack is a consumer's offer, carried in its handler's context, to
@@ -33,8 +35,8 @@ const MaxHandBacks = 8
 //	                                 // (LuaReceive) after settling
 //	hb.Reply(reply)                  // what receive() returned
 //
-// The consumer handles the message taken next, without a receive (at most
-// MaxHandBacks in a row). A message taken is leased like a received one:
+// The consumer handles the message taken next, without a receive (on a
+// sharded queue at most MaxHandBacks in a row). A message taken is leased like a received one:
 // if the reply is lost, or the consumer stops before handling it, it is
 // due again when its receipt runs out (a stopping consumer makes it due at
 // once). A HandBack is used by one goroutine at a time: the handler's.
