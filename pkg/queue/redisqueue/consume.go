@@ -26,6 +26,12 @@ import (
 // subscription is down). Idle, a process thus sends about Options.Shards
 // commands per Poll, and an enqueue reaches an idle consumer as fast as
 // Redis delivers the publication.
+//
+// Each handler's context carries a [HandBack] offer: when the handler's
+// own write settles the message and takes the shard's next due one, the
+// consumer handles that one next, without a receive (on a sharded queue,
+// at most MaxHandBacks in a row, so that the shards still take turns).
+// A consumer that stops holding such a message makes it due again at once.
 func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
 	if q.misuse != nil {
 		q.o.Logger.Error("queue cannot be consumed", "err", q.misuse)

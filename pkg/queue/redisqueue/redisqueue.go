@@ -76,6 +76,8 @@ type Options struct {
 // atomic write as the transition that makes a task runnable (see
 // [LuaEnqueue], [Queue.KeysFor] and redisstore.Options.Queue); the handler
 // then reports the delivery settled and Consume sends no acknowledgement.
+// That write may also take the consumer's next message (see [HandBack]),
+// which Consume then handles without a receive.
 type Queue struct {
 	c rueidis.Client
 	o Options

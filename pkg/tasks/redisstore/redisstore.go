@@ -96,7 +96,11 @@ type Options struct {
 	// update that resumes it) and drops its message when it ends or
 	// parks without a deadline, so a worker step costs one round trip
 	// less and the caller enqueues nothing after those transitions (see
-	// Store.Dispatches). On a Redis Cluster it is ignored (a script runs on
+	// Store.Dispatches). A worker's commit that settles the message its
+	// consumer of Queue handles also takes the queue shard's next due
+	// message for that consumer (redisqueue.HandBack): a busy worker
+	// consumes without receives, two round trips per step in all. On a
+	// Redis Cluster it is ignored (a script runs on
 	// one slot, and the queue's keys live in other slots than a task's):
 	// the store does not dispatch, and tasks.Server enqueues.
 	Queue *redisqueue.Queue
