@@ -3,11 +3,14 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/redis/rueidis"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,6 +127,94 @@ func TestStepRoundTrips(t *testing.T) {
 			if got := h.rc.Trips(); got != want {
 				t.Errorf("step %d cost %d round trips, want %d", i, got, want)
 			}
+		}
+	})
+}
+
+// A worker that consumes the Redis queue of a dispatching store pays two
+// round trips per step, the claim and the commit: the commit hands back
+// the queue's next due message (redisqueue.HandBack), which the consumer
+// handles without a receive, each exactly once. Other stores keep a
+// receive (and an enqueue or an acknowledgement) besides.
+func TestConsumerStepRoundTrips(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		h := newHarness(t, backend, tasks.Options{CancelPoll: time.Hour, Logger: slog.New(slog.DiscardHandler)}, registerNoop(10))
+		// Warm tasks load the scripts (NOSCRIPT costs a round trip). A
+		// store that does not dispatch leaves their messages, delivered
+		// (and skipped) among the measured ones.
+		warmed := map[string]bool{}
+		for range 3 {
+			warm := h.create(t, "noop", nil)
+			warmed[warm] = true
+			for {
+				res, err := h.srv.Advance(t.Context(), warm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status.Terminal() {
+					break
+				}
+			}
+		}
+		const tasksN = 3
+		left := map[string]bool{}
+		for range tasksN {
+			left[h.create(t, "noop", nil)] = true
+		}
+		h.rc.Reset()
+		var mu sync.Mutex
+		steps := 0
+		var trips int64
+		done := make(chan struct{})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			h.q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+				res, err := h.srv.Advance(ctx, id)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case warmed[id] && !strings.HasSuffix(backend, dispatching):
+				case !left[id]:
+					t.Errorf("delivery of %s, which is not running", id)
+				case err != nil || res.Steps != 1:
+					t.Errorf("Advance(%s) = %+v, %v; want one step (each message handled once)", id, res, err)
+				}
+				steps += res.Steps
+				if res.Status.Terminal() {
+					delete(left, id)
+					if len(left) == 0 {
+						trips = h.rc.Trips()
+						close(done)
+					}
+				}
+				return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
+			})
+		})
+		defer func() { cancel(); wg.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the tasks did not complete")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if steps != 10*tasksN {
+			t.Fatalf("ran %d steps, want %d", steps, 10*tasksN)
+		}
+		t.Logf("%d round trips for %d steps", trips, steps)
+		if strings.HasSuffix(backend, dispatching) {
+			// The claim and the commit of each step, and the consumer's
+			// first receive (a second, if the wake subscription's
+			// confirmation crossed it).
+			if most := int64(2*steps + 2); trips > most {
+				t.Errorf("%d round trips for %d steps, want at most %d (2 per step)", trips, steps, most)
+			}
+			return
+		}
+		// A receive, the claim and the commit of each step, at least.
+		if least := int64(3 * steps); trips < least {
+			t.Errorf("%d round trips for %d steps, want at least %d", trips, steps, least)
 		}
 	})
 }

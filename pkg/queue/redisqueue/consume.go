@@ -26,6 +26,12 @@ import (
 // subscription is down). Idle, a process thus sends about Options.Shards
 // commands per Poll, and an enqueue reaches an idle consumer as fast as
 // Redis delivers the publication.
+//
+// Each handler's context carries a [HandBack] offer: when the handler's
+// own write settles the message and takes the shard's next due one, the
+// consumer handles that one next, without a receive (on a sharded queue,
+// at most MaxHandBacks in a row, so that the shards still take turns).
+// A consumer that stops holding such a message makes it due again at once.
 func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
 	if q.misuse != nil {
 		q.o.Logger.Error("queue cannot be consumed", "err", q.misuse)
@@ -146,8 +152,21 @@ func (g *group) pick(now int64) (k int, gen uint64, ok bool) {
 func (g *group) learn(k int, gen uint64, lookedAt, next int64, took bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.shards[k].inflight--
+	g.learnLocked(k, gen, lookedAt, next, took)
+}
+
+// handedBack records the reply of a hand-back on shard k (see HandBack),
+// as learn does a receive's; gen is the shard's wake count before the
+// handler ran (see genOf).
+func (g *group) handedBack(k int, gen uint64, lookedAt, next int64, took bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.learnLocked(k, gen, lookedAt, next, took)
+}
+
+func (g *group) learnLocked(k int, gen uint64, lookedAt, next int64, took bool) {
 	s := &g.shards[k]
-	s.inflight--
 	s.looked = max(s.looked, lookedAt)
 	s.busy = took && next <= lookedAt
 	if s.gen == gen {
@@ -158,6 +177,13 @@ func (g *group) learn(k int, gen uint64, lookedAt, next int64, took bool) {
 		s.due = min(s.due, next)
 	}
 	g.changedLocked(s)
+}
+
+// genOf returns shard k's wake count.
+func (g *group) genOf(k int) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shards[k].gen
 }
 
 // failed records a receive on shard k that failed: the shard is looked at
@@ -308,57 +334,127 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 func (g *group) consume(ctx context.Context, h Handler) {
 	q := g.q
-	for ctx.Err() == nil {
-		now := nowMs()
-		k, gen, ok := g.pick(now)
-		if !ok {
-			select {
-			case <-ctx.Done():
-				return
-			case <-g.kick:
+	// held is a message handed back by the last handling (see HandBack),
+	// and run how many such messages were handled in a row.
+	var held *Delivery
+	run := 0
+	for {
+		if ctx.Err() != nil {
+			if held != nil {
+				g.release(ctx, *held)
 			}
-			continue
+			return
 		}
-		d, ok, next, err := q.receiveShard(ctx, k, now)
-		if err != nil {
-			g.failed(k)
-			if !errors.Is(err, context.Canceled) {
-				q.o.Logger.Warn("queue receive failed", "err", err)
+		var d Delivery
+		if held != nil {
+			d, held = *held, nil
+			run++
+		} else {
+			run = 0
+			now := nowMs()
+			k, gen, ok := g.pick(now)
+			if !ok {
+				select {
+				case <-ctx.Done():
+					return
+				case <-g.kick:
+				}
+				continue
 			}
-			// Redis unreachable: back off on a timer rather than spin.
-			if !sleep(ctx, errorBackoff) {
-				return
+			var next int64
+			var err error
+			d, ok, next, err = q.receiveShard(ctx, k, now)
+			if err != nil {
+				g.failed(k)
+				if !errors.Is(err, context.Canceled) {
+					q.o.Logger.Warn("queue receive failed", "err", err)
+				}
+				// Redis unreachable: back off on a timer rather than spin.
+				if !sleep(ctx, errorBackoff) {
+					return
+				}
+				continue
 			}
-			continue
-		}
-		g.learn(k, gen, now, next, ok)
-		if !ok {
-			continue
-		}
-		// Handling is not tied to ctx: a shutdown lets the current message
-		// finish (the worker's own budget bounds it).
-		hctx := context.WithoutCancel(ctx)
-		settle, err := h(hctx, d.TaskID)
-		if err != nil {
-			q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
-			at := time.Now().Add(time.Second)
-			if err := q.Retry(hctx, d, at); err != nil {
-				q.o.Logger.Warn("queue retry failed", "err", err)
+			g.learn(k, gen, now, next, ok)
+			if !ok {
+				continue
 			}
-			g.markAt(k, at.UnixMilli())
-			continue
 		}
-		switch settle {
-		case Requeued:
-			// The handler's write made the message due again, quietly
-			// (no wake): look at its shard to learn when.
+		// With one shard a receive would take what a hand-back does (the
+		// earliest due message): the bound guards other shards only.
+		held = g.handle(ctx, h, d, len(q.keys) == 1 || run < MaxHandBacks)
+	}
+}
+
+// handle runs h on d and settles d as h says. With offer, h's context
+// carries a HandBack; handle returns the message it took, if any.
+func (g *group) handle(ctx context.Context, h Handler, d Delivery, offer bool) *Delivery {
+	q, k := g.q, d.shard
+	// Handling is not tied to ctx: a shutdown lets the current message
+	// finish (the worker's own budget bounds it).
+	hctx := context.WithoutCancel(ctx)
+	var hb *HandBack
+	var gen uint64
+	if offer {
+		hb = &HandBack{q: q, taskID: d.TaskID, shard: k}
+		hctx = withHandBack(hctx, hb)
+		gen = g.genOf(k)
+	}
+	settle, err := h(hctx, d.TaskID)
+	var held *Delivery
+	learnt := hb != nil && hb.replied
+	if learnt {
+		// The handler's write settled d and looked at its shard.
+		g.handedBack(k, gen, hb.lookedAt, hb.next, hb.ok)
+		if hb.ok {
+			held = &hb.d
+		}
+	}
+	if err != nil {
+		q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
+		at := time.Now().Add(time.Second)
+		if err := q.Retry(hctx, d, at); err != nil {
+			q.o.Logger.Warn("queue retry failed", "err", err)
+		}
+		g.markAt(k, at.UnixMilli())
+		return held
+	}
+	switch settle {
+	case Requeued:
+		// The handler's write made the message due again, quietly
+		// (no wake): look at its shard to learn when, unless the
+		// hand-back did.
+		if !learnt {
 			g.markAt(k, nowMs())
-			continue
-		case Removed:
-			continue
 		}
-		if err := q.Ack(hctx, d); err != nil {
-			q.o.Logger.Warn("queue ack failed; message will be redelivered", "err", err)
-		}
+		return held
+	case Removed:
+		return held
+	}
+	if err := q.Ack(hctx, d); err != nil {
+		q.o.Logger.Warn("queue ack failed; message will be redelivered", "err", err)
+	}
+	return held
+}
+
+// releaseTimeout bounds the release of a handed-back message by a
+// stopping consumer.
+const releaseTimeout = 5 * time.Second
+
+// release makes d, handed back to a consumer that stops before handling
+// it, due at once (else it would wait for its receipt to run out), and
+// announces it on its shard's wake channel to the consumers of the other
+// processes.
+func (g *group) release(ctx context.Context, d Delivery) {
+	q := g.q
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	now := strconv.FormatInt(nowMs(), 10)
+	done, err := ackScript.Exec(rctx, q.c, []string{q.keys[d.shard]}, []string{d.TaskID, d.receipt, now}).AsInt64()
+	if err == nil && done == 1 {
+		err = q.c.Do(rctx, q.c.B().Publish().Channel(q.wakes[d.shard]).Message(now).Build()).Error()
+	}
+	if err != nil {
+		q.o.Logger.Warn("queue release of a handed-back message failed; it is delivered again when its receipt runs out", "task", d.TaskID, "err", err)
 	}
 }

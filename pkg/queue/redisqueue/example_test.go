@@ -36,3 +36,49 @@ func ExampleQueue_KeysFor() {
 	// 4 app:queue{2} app:queue{2}:wake
 	// handled task-1
 }
+
+// A store's script that settles the message it is handed also takes the
+// next due message of its shard for the consumer (what redisstore's
+// commit does when it dispatches through the queue): the consumer handles
+// it next without a receive.
+func ExampleQueue_HandBackFor() {
+	redis, _ := embedredis.Start()
+	defer redis.Close()
+	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
+	defer client.Close()
+
+	// KEYS q; ARGV id now receipt: remove the handled message, take the
+	// next one.
+	settle := rueidis.NewLuaScript(redisqueue.LuaReceive + `
+redis.call('ZREM', KEYS[1], ARGV[1])
+return receive(KEYS[1], ARGV[2], ARGV[3])
+`)
+	q := redisqueue.New(client, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = q.Enqueue(ctx, "task-1", time.Now().Add(-2*time.Second))
+	_ = q.Enqueue(ctx, "task-2", time.Now().Add(-time.Second))
+	q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		hb := q.HandBackFor(ctx, id)
+		if hb == nil {
+			return redisqueue.Ack, nil
+		}
+		now, receipt := hb.Args()
+		key, _ := q.KeysFor(id)
+		reply, err := settle.Exec(ctx, client, []string{key}, []string{id, now, receipt}).ToMessage()
+		if err != nil {
+			return redisqueue.Ack, err
+		}
+		_ = hb.Reply(reply)
+		next, _ := reply.ToArray()
+		taken, _ := next[0].ToString()
+		fmt.Printf("handled %s, took %q\n", id, taken)
+		if id == "task-2" {
+			cancel()
+		}
+		return redisqueue.Removed, nil
+	})
+	// Output:
+	// handled task-1, took "task-2"
+	// handled task-2, took ""
+}

@@ -76,6 +76,8 @@ type Options struct {
 // atomic write as the transition that makes a task runnable (see
 // [LuaEnqueue], [Queue.KeysFor] and redisstore.Options.Queue); the handler
 // then reports the delivery settled and Consume sends no acknowledgement.
+// That write may also take the consumer's next message (see [HandBack]),
+// which Consume then handles without a receive.
 type Queue struct {
 	c rueidis.Client
 	o Options
@@ -187,16 +189,27 @@ enqueue(KEYS[1], ARGV[4], ARGV[1], ARGV[2], ARGV[3], false)
 return 1
 `)
 
-// receiveScript: KEYS q; ARGV now receipt. Takes the earliest message if
-// it is due and hides it until the receipt; returns {id, receipt, the next
+// LuaReceive defines the Lua function receive(q, now, receipt) that every
+// receive of a Queue runs, and that a store's script runs to hand back the
+// next message of a shard (see [HandBack]): it takes the earliest message
+// of the sorted set q if it is due at now (Unix ms), hiding it until the
+// receipt (see [HandBack.Args]), and returns {id, receipt, the next
 // earliest score or false}, or {false, the earliest score or false} when
-// nothing is due.
-var receiveScript = rueidis.NewLuaScript(`
-local n = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
-if #n == 0 then return {false, false} end
-if tonumber(n[2]) > tonumber(ARGV[1]) then return {false, n[2]} end
-redis.call('ZADD', KEYS[1], ARGV[2], n[1])
-return {n[1], ARGV[2], n[4] or false}
+// nothing is due. A message being handled holds a receipt, a time after
+// now, so it is never taken twice.
+const LuaReceive = `
+local function receive(q, now, receipt)
+  local n = redis.call('ZRANGE', q, 0, 1, 'WITHSCORES')
+  if #n == 0 then return {false, false} end
+  if tonumber(n[2]) > tonumber(now) then return {false, n[2]} end
+  redis.call('ZADD', q, receipt, n[1])
+  return {n[1], receipt, n[4] or false}
+end
+`
+
+// receiveScript: KEYS q; ARGV now receipt (see LuaReceive).
+var receiveScript = rueidis.NewLuaScript(LuaReceive + `
+return receive(KEYS[1], ARGV[1], ARGV[2])
 `)
 
 // ackScript: KEYS q; ARGV id receipt [at]. If the message still holds the
@@ -266,17 +279,28 @@ type Delivery struct {
 // never is the due time of a shard known to hold no message.
 const never = math.MaxInt64
 
+// receipt is the receipt of a message received at now (Unix ms): the
+// time it shows again, marked ".5".
+func (q *Queue) receipt(now int64) string {
+	return strconv.FormatInt(now+q.o.Visibility.Milliseconds(), 10) + ".5"
+}
+
 // receiveShard takes the earliest due message of shard k, if any, at now
 // (Unix ms). next is when the shard's next message (the earliest one when
 // none was taken) is due, or never.
 func (q *Queue) receiveShard(ctx context.Context, k int, now int64) (d Delivery, ok bool, next int64, err error) {
-	// The receipt: the time the message shows again, marked ".5".
-	receipt := strconv.FormatInt(now+q.o.Visibility.Milliseconds(), 10) + ".5"
+	receipt := q.receipt(now)
 	arr, err := receiveScript.Exec(ctx, q.c, []string{q.keys[k]},
 		[]string{strconv.FormatInt(now, 10), receipt}).ToArray()
 	if err != nil {
 		return d, false, never, fmt.Errorf("queue: receive: %w", err)
 	}
+	d, ok, next = received(arr, receipt, k)
+	return d, ok, next, nil
+}
+
+// received decodes the reply of receive() (see LuaReceive) on shard k.
+func received(arr []rueidis.RedisMessage, receipt string, k int) (d Delivery, ok bool, next int64) {
 	next, i := never, 1
 	id, err := arr[0].ToString()
 	if err == nil {
@@ -287,7 +311,7 @@ func (q *Queue) receiveShard(ctx context.Context, k int, now int64) (d Delivery,
 			next = int64(f)
 		}
 	}
-	return d, ok, next, nil
+	return d, ok, next
 }
 
 // Receive returns the next due message of any shard, or ok=false and how

@@ -96,7 +96,11 @@ type Options struct {
 	// update that resumes it) and drops its message when it ends or
 	// parks without a deadline, so a worker step costs one round trip
 	// less and the caller enqueues nothing after those transitions (see
-	// Store.Dispatches). On a Redis Cluster it is ignored (a script runs on
+	// Store.Dispatches). A worker's commit that settles the message its
+	// consumer of Queue handles also takes the queue shard's next due
+	// message for that consumer (redisqueue.HandBack): a busy worker
+	// consumes without receives, two round trips per step in all. On a
+	// Redis Cluster it is ignored (a script runs on
 	// one slot, and the queue's keys live in other slots than a task's):
 	// the store does not dispatch, and tasks.Server enqueues.
 	Queue *redisqueue.Queue
@@ -141,8 +145,11 @@ type Store struct {
 	// queueKeys returns a task's queue keys when the store dispatches,
 	// else it is nil.
 	queueKeys func(id string) (queue, wake string)
-	wait      int64
-	waitMs    int64
+	// queue is the queue the store dispatches to (nil: none); its
+	// consumers' hand-back offers are taken by Commit.
+	queue  *redisqueue.Queue
+	wait   int64
+	waitMs int64
 	// tracer is nil when tracing is off; names names the scripts by SHA
 	// for their spans.
 	tracer trace.Tracer
@@ -184,7 +191,7 @@ func New(c rueidis.Client, opts *Options) *Store {
 		}
 	}
 	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
-		s.queueKeys = o.Queue.KeysFor
+		s.queueKeys, s.queue = o.Queue.KeysFor, o.Queue
 		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
 	} else {
 		s.sc = newScripts(noDispatchLua)
@@ -928,10 +935,20 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if op == "sleep" {
 		watch = ch.WakeOn
 	}
-	args := make([]string, 0, 14+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
+	// A consumer of the queue the store dispatches to that handles this
+	// task's message takes its next message from this write, which
+	// settles it (see redisqueue.HandBack).
+	var hb *redisqueue.HandBack
+	hbNow, hbReceipt := "", ""
+	if s.queue != nil && op != "keep" {
+		if hb = s.queue.HandBackFor(ctx, id); hb != nil {
+			hbNow, hbReceipt = hb.Args()
+		}
+	}
+	args := make([]string, 0, 16+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
 	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
 		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
-		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)))
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt)
 	for _, e := range ch.Append {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -972,6 +989,13 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after, true)
 	arr, err := res.ToArray()
+	if err == nil && hb != nil && len(arr) > 4 {
+		// Recorded even if the write did not replicate: the consumer
+		// handles what it took rather than wait for its receipt to run
+		// out. A reply of another shape (none can come) leaves the
+		// consumer receiving as before.
+		_ = hb.Reply(arr[4])
+	}
 	if err == nil && waitErr != nil {
 		if code, _ := arr[0].AsInt64(); code >= 0 {
 			// Applied on the primary only: the caller retries the step,

@@ -32,6 +32,9 @@ type script struct {
 //   - dispatch(at, quiet) / undispatch() enqueue the task at at (Unix ms;
 //     quiet: without waking an idle consumer, for a worker's own commit) or
 //     drop its message;
+//   - handback(now, receipt) takes the next due message of the task's
+//     queue shard for the consumer that handles the task's message (see
+//     redisqueue.HandBack; now empty: none asked), or returns false;
 //   - due(at) sets the task's time in the due index, dueNew(at) does so
 //     for a new task and refreshes the index's expiry, dueLT(at) sets it
 //     unless it is earlier already, undue(live) removes it (and the task from the
@@ -39,12 +42,16 @@ type script struct {
 //     Options.IndexTTL, in ms.
 func dispatchLua(queueTTL, grace, indexTTL time.Duration) string {
 	n := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	return redisqueue.LuaEnqueue + `
+	return redisqueue.LuaEnqueue + redisqueue.LuaReceive + `
 local DQ, DW, DUE = KEYS[#KEYS-1], KEYS[#KEYS], KEYS[#KEYS-2]
 local DID = string.match(KEYS[1], '{([^{}]*)}$')
 local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
 local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
 local function undispatch() redis.call('ZREM', DQ, DID) end
+local function handback(now, receipt)
+  if now == '' then return false end
+  return receive(DQ, now, receipt)
+end
 local function due(at) redis.call('ZADD', DUE, at, DID) end
 local function dueNew(at)
   due(at)
@@ -64,6 +71,7 @@ const noDispatchLua = `
 local GRACE = 0
 local function dispatch(at, quiet) end
 local function undispatch() end
+local function handback(now, receipt) return false end
 local function due(at) end
 local function dueNew(at) end
 local function dueLT(at) end
@@ -343,11 +351,14 @@ return {'C', gen, att, wake, rec, journal, responses}
 `
 
 // commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts
-// payload wake any nPark nAppend nOffer nWithdraw nWatch, then nAppend
+// payload wake any nPark nAppend nOffer nWithdraw nWatch hbNow hbReceipt,
+// then nAppend
 // entries, nPark park pairs, nOffer offer pairs, nWithdraw withdrawn keys
 // and nWatch watched keys.
 // op: keep | release | sleep | park | complete | fail | cancel.
-// Returns {code, att, status, woke}: code 0 ok, -1 fenced, -2 gone. A
+// Returns {code, att, status, woke, handback}: code 0 ok, -1 fenced, -2
+// gone (then without handback), handback what handback(hbNow, hbReceipt)
+// returned once the task's message is settled (false for keep). A
 // change that keeps the task alive while cancellation was requested
 // cancels it instead. A terminal change sets the status message it
 // carries, or clears it: a finished task never shows a message of its
@@ -363,7 +374,7 @@ if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] 
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
 local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
-local i = 14
+local i = 16
 -- One RPUSH of the new entries; the journal gets its expiry when this
 -- push created it (a journal that exists has it already).
 if n > 0 and redis.call('RPUSH', KEYS[3], unpack(ARGV, i+1, i+n)) == n then redis.call('PEXPIREAT', KEYS[3], exp) end
@@ -389,7 +400,7 @@ end
 if op == 'keep' then
   redis.call('HSET', KEYS[1], unpack(set))
   if ARGV[4] == '1' or nof + nw > 0 then changed() end
-  return {0, att, h[2], 0}
+  return {0, att, h[2], 0, false}
 end
 local woke = 0
 if op == 'sleep' then
@@ -436,12 +447,12 @@ else
   set[#set+1] = 'status'; set[#set+1] = status
   redis.call('HSET', KEYS[1], unpack(set))
   changed()
-  return {0, att, status, woke}
+  return {0, att, status, woke, handback(ARGV[15], ARGV[16])}
 end
 set[#set+1] = 'status'; set[#set+1] = status
 set[#set+1] = 'lease'; set[#set+1] = '0'
 set[#set+1] = 'wake'; set[#set+1] = wake
 redis.call('HSET', KEYS[1], unpack(set))
 changed()
-return {0, att, status, woke}
+return {0, att, status, woke, handback(ARGV[15], ARGV[16])}
 `
