@@ -106,19 +106,27 @@ func benchWorkflow(b *testing.B, tool string) {
 			b.StopTimer()
 			cpu = processCPU() - cpu
 			redisCPU = serverCPU(b, h) - redisCPU
-			if steps != 10*b.N {
-				b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-µs/step")
-			}
-			if redisCPU > 0 {
-				b.ReportMetric(float64(redisCPU.Microseconds())/float64(steps), "redis-cpu-µs/step")
-			}
-			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric(float64(h.rc.Trips())/float64(steps), "trips/step")
+			reportSteps(b, steps, cpu, redisCPU, h.rc.Trips())
 		})
 	}
+}
+
+// reportSteps checks that b's tasks ran their 10 steps each and reports
+// the CPU (this process's and redis-server's), the rate and the round
+// trips per step.
+func reportSteps(b *testing.B, steps int, cpu, redisCPU time.Duration, trips int64) {
+	b.Helper()
+	if steps != 10*b.N {
+		b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-µs/step")
+	}
+	if redisCPU > 0 {
+		b.ReportMetric(float64(redisCPU.Microseconds())/float64(steps), "redis-cpu-µs/step")
+	}
+	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64(trips)/float64(steps), "trips/step")
 }
 
 // BenchmarkOps measures the store cost of the client-facing operations:

@@ -64,17 +64,7 @@ func BenchmarkWorkerLoop10Steps(b *testing.B) {
 			redisCPU = serverCPU(b, h) - redisCPU
 			cancel()
 			wg.Wait()
-			if steps != 10*b.N {
-				b.Fatalf("ran %d steps, want %d", steps, 10*b.N)
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu.Microseconds())/float64(steps), "cpu-µs/step")
-			}
-			if redisCPU > 0 {
-				b.ReportMetric(float64(redisCPU.Microseconds())/float64(steps), "redis-cpu-µs/step")
-			}
-			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric(float64(trips)/float64(steps), "trips/step")
+			reportSteps(b, steps, cpu, redisCPU, trips)
 		})
 	}
 }

@@ -52,27 +52,12 @@ func settling(t *testing.T, c rueidis.Client, q *redisqueue.Queue, seen func(ctx
 // TestHandBack covers consumers that take their next message from the
 // script that settles the current one.
 func TestHandBack(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(t *testing.T, c rueidis.Client)
-	}{
+	runOnBackends(t, []backendCase{
 		{"EachMessageOnceInOneScriptEach", testHandBackOnce},
 		{"BoundedRunsPerShard", testHandBackBound},
 		{"StoppedConsumerReleasesIt", testHandBackRelease},
 		{"NoOfferForAnotherTaskOrQueue", testHandBackScope},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := b.client(t)
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					tc.run(t, c)
-				})
-			}
-		})
-	}
+	})
 }
 
 // Every message is handled exactly once, and a busy consumer sends about
@@ -100,13 +85,7 @@ func testHandBackOnce(t *testing.T, c rueidis.Client) {
 			close(done)
 		}
 	}))
-	select {
-	case <-done:
-	case <-time.After(patience):
-		t.Fatal("not every message was handled")
-	}
-	cancel()
-	wait()
+	stopWhenDone(t, done, cancel, wait)
 	for _, id := range ids {
 		if seen[id] != 1 {
 			t.Errorf("%s handled %d times, want once", id, seen[id])
@@ -147,13 +126,7 @@ func testHandBackBound(t *testing.T, c rueidis.Client) {
 			close(done)
 		}
 	}))
-	select {
-	case <-done:
-	case <-time.After(patience):
-		t.Fatal("not every message was handled")
-	}
-	cancel()
-	wait()
+	stopWhenDone(t, done, cancel, wait)
 	left := make([]int, shards)
 	for k := range left {
 		left[k] = per
@@ -237,4 +210,17 @@ func testHandBackScope(t *testing.T, c rueidis.Client) {
 	case <-time.After(patience):
 		t.Fatal("the message was never handled")
 	}
+}
+
+// stopWhenDone waits for done (at most patience: every message handled),
+// then stops the consumers and waits for them.
+func stopWhenDone(t *testing.T, done <-chan struct{}, cancel, wait func()) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("not every message was handled")
+	}
+	cancel()
+	wait()
 }

@@ -127,13 +127,34 @@ func (d delivery) Retry(ctx context.Context, at time.Time) error {
 	return d.q.Retry(ctx, d.d, at)
 }
 
+// backendCase is one test of a table run on every backend.
+type backendCase struct {
+	name string
+	run  func(t *testing.T, c rueidis.Client)
+}
+
+// runOnBackends runs each case as a parallel subtest on each backend's
+// client (one client per backend, shared by its cases).
+func runOnBackends(t *testing.T, cases []backendCase) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			c := b.client(t)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, c)
+				})
+			}
+		})
+	}
+}
+
 // TestRedis covers what is specific to the Redis adapter: Receive's idle
 // answer, the sorted set's state, the key's expiry, and Consume.
 func TestRedis(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(t *testing.T, c rueidis.Client)
-	}{
+	runOnBackends(t, []backendCase{
 		{"MaxDelayIsUnlimited", testMaxDelay},
 		{"ReceiveOnEmptyQueue", testReceiveEmpty},
 		{"ReceiveBeforeDue", testReceiveBeforeDue},
@@ -147,19 +168,7 @@ func TestRedis(t *testing.T) {
 		{"ConsumeDeliversEveryID", testConsumeAll},
 		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
 		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := b.client(t)
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					tc.run(t, c)
-				})
-			}
-		})
-	}
+	})
 }
 
 func zcard(t *testing.T, c rueidis.Client, key string) int64 {

@@ -31,10 +31,7 @@ func idsIn(k, shards, n int) []string {
 // TestShards covers the sharded queue: where messages live, fair
 // consumption, and wakes that reach idle consumers from any shard.
 func TestShards(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(t *testing.T, c rueidis.Client)
-	}{
+	runOnBackends(t, []backendCase{
 		{"KeysSitBesideTheirTasks", testShardKeys},
 		{"OneShardKeepsTheSingleKey", testOneShardKey},
 		{"Misuse", testShardMisuse},
@@ -42,19 +39,7 @@ func TestShards(t *testing.T) {
 		{"IdleConsumersWakeForEveryShard", testWakeEveryShard},
 		{"DelayedMessageWakesIdleConsumer", testDelayedWake},
 		{"UnannouncedMessageFoundByPoll", testPollSafetyNet},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			c := b.client(t)
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					tc.run(t, c)
-				})
-			}
-		})
-	}
+	})
 }
 
 // Shard k's key carries a hash tag in shard k's slot range, and a task's
