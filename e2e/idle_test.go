@@ -59,13 +59,7 @@ func TestIdleWorkersCost(t *testing.T) {
 	before := processed()
 	time.Sleep(window)
 	n := processed() - before - 1 // less our own INFO
-	var by []string
-	for name, calls := range stats() {
-		if d := calls - beforeStats[name]; d > 0 && name != "info" {
-			by = append(by, name+"×"+strconv.FormatInt(d, 10))
-		}
-	}
-	slices.Sort(by)
+	_, by := testredis.Sent(beforeStats, stats())
 	rate := float64(n) / window.Seconds()
 	t.Logf("two idle worker processes: %d commands in %v (%.2f/s, scripts' inner commands included): %v", n, window, rate, by)
 	if rate > 2 {

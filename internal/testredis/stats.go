@@ -1,6 +1,7 @@
 package testredis
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func Settle(tb testing.TB, c rueidis.Client, quiet time.Duration) map[string]int
 	for {
 		time.Sleep(quiet / 5)
 		now := CommandCalls(tb, c)
-		if !sameCalls(last, now) {
+		if n, _ := Sent(last, now); n > 0 {
 			last, since = now, time.Now()
 		}
 		if time.Since(since) >= quiet || time.Now().After(deadline) {
@@ -53,18 +54,16 @@ func Settle(tb testing.TB, c rueidis.Client, quiet time.Duration) map[string]int
 	}
 }
 
-// sameCalls reports whether a and b count the same calls of each command
-// but INFO.
-func sameCalls(a, b map[string]int64) bool {
-	for name, n := range b {
-		if name != "info" && a[name] != n {
-			return false
+// Sent compares two [CommandCalls] readings: the commands but INFO (the
+// readings' own) whose calls grew from before to after, as sorted
+// "name×calls" entries, and their total calls.
+func Sent(before, after map[string]int64) (total int64, sent []string) {
+	for name, n := range after {
+		if d := n - before[name]; d > 0 && name != "info" {
+			total += d
+			sent = append(sent, name+"×"+strconv.FormatInt(d, 10))
 		}
 	}
-	for name := range a {
-		if _, ok := b[name]; !ok && name != "info" {
-			return false
-		}
-	}
-	return true
+	slices.Sort(sent)
+	return total, sent
 }

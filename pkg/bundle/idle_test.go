@@ -2,10 +2,8 @@ package bundle
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -87,15 +85,7 @@ func TestIdleWorkerProcesses(t *testing.T) {
 	before := testredis.Settle(t, admin, 500*time.Millisecond)
 	time.Sleep(window)
 	after := testredis.CommandCalls(t, admin)
-	var total int64
-	var sent []string
-	for name, n := range after {
-		if d := n - before[name]; d > 0 && name != "info" {
-			total += d
-			sent = append(sent, fmt.Sprintf("%s×%d", name, d))
-		}
-	}
-	slices.Sort(sent)
+	total, sent := testredis.Sent(before, after)
 	rate := float64(total) / window.Seconds()
 	t.Logf("two idle worker processes: %d commands in %v (%.3f/s): %v", total, window, rate, sent)
 	if rate > 2 {
