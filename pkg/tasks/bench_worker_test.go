@@ -1,13 +1,12 @@
 package tasks_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 // BenchmarkWorkerLoop10Steps is BenchmarkWorkflow10Steps through the
@@ -35,24 +34,18 @@ func BenchmarkWorkerLoop10Steps(b *testing.B) {
 			steps, left := 0, len(ids)
 			var trips int64
 			done := make(chan struct{})
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
 			b.ResetTimer()
-			wg.Go(func() {
-				h.q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-					res, err := h.srv.Advance(ctx, id)
-					mu.Lock()
-					defer mu.Unlock()
-					steps += res.Steps
-					if ids[id] && res.Status.Terminal() {
-						delete(ids, id)
-						if left--; left == 0 {
-							trips = h.rc.Trips()
-							close(done)
-						}
+			h.workWatched(b, 1, func(id string, res tasks.AdvanceResult, _ error) {
+				mu.Lock()
+				defer mu.Unlock()
+				steps += res.Steps
+				if ids[id] && res.Status.Terminal() {
+					delete(ids, id)
+					if left--; left == 0 {
+						trips = h.rc.Trips()
+						close(done)
 					}
-					return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
-				})
+				}
 			})
 			select {
 			case <-done:
@@ -62,8 +55,6 @@ func BenchmarkWorkerLoop10Steps(b *testing.B) {
 			b.StopTimer()
 			cpu = processCPU() - cpu
 			redisCPU = serverCPU(b, h) - redisCPU
-			cancel()
-			wg.Wait()
 			reportSteps(b, steps, cpu, redisCPU, trips)
 		})
 	}

@@ -96,12 +96,19 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 }
 
 // work consumes the queue in the background until the test ends.
-func (h *harness) work(t testing.TB, n int) {
+func (h *harness) work(t testing.TB, n int) { h.workWatched(t, n, nil) }
+
+// workWatched is work with each (when set) called after every Advance, on
+// the consumer's goroutine, with the task's id and what Advance returned.
+func (h *harness) workWatched(t testing.TB, n int, each func(id string, res tasks.AdvanceResult, err error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		h.q.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
 			res, err := h.srv.Advance(ctx, id)
+			if each != nil {
+				each(id, res, err)
+			}
 			return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
 		})
 	})

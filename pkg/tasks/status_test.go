@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/redis/rueidis"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -166,32 +165,25 @@ func TestConsumerStepRoundTrips(t *testing.T) {
 		steps := 0
 		var trips int64
 		done := make(chan struct{})
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			h.q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-				res, err := h.srv.Advance(ctx, id)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case warmed[id] && !strings.HasSuffix(backend, dispatching):
-				case !left[id]:
-					t.Errorf("delivery of %s, which is not running", id)
-				case err != nil || res.Steps != 1:
-					t.Errorf("Advance(%s) = %+v, %v; want one step (each message handled once)", id, res, err)
+		h.workWatched(t, 1, func(id string, res tasks.AdvanceResult, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case warmed[id] && !strings.HasSuffix(backend, dispatching):
+			case !left[id]:
+				t.Errorf("delivery of %s, which is not running", id)
+			case err != nil || res.Steps != 1:
+				t.Errorf("Advance(%s) = %+v, %v; want one step (each message handled once)", id, res, err)
+			}
+			steps += res.Steps
+			if res.Status.Terminal() {
+				delete(left, id)
+				if len(left) == 0 {
+					trips = h.rc.Trips()
+					close(done)
 				}
-				steps += res.Steps
-				if res.Status.Terminal() {
-					delete(left, id)
-					if len(left) == 0 {
-						trips = h.rc.Trips()
-						close(done)
-					}
-				}
-				return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), err
-			})
+			}
 		})
-		defer func() { cancel(); wg.Wait() }()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
