@@ -19,7 +19,8 @@ import (
 )
 
 // registerJob registers the tools the wire tests drive: "job" ends as its
-// argument says, "must_be_task" requires the extension.
+// argument says, "must_be_task" requires the extension (and stays out of
+// the async-jobs fallback).
 func registerJob(s *tasks.Server) {
 	type confirm struct {
 		OK bool `json:"ok"`
@@ -64,7 +65,7 @@ func registerJob(s *tasks.Server) {
 	tasks.AddTool(s, &mcp.Tool{Name: "must_be_task", Description: "runs only as a task"}, tasks.Required,
 		func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 			return text("ok"), nil
-		})
+		}, tasks.InlineOnly())
 }
 
 // section is one "-- name --" part of a transcript.
@@ -104,6 +105,8 @@ func normalize(v any, taskID string) any {
 				x[k] = "$TIME"
 			case k == "taskId" && e == taskID:
 				x[k] = "$TASK"
+			case taskID != "" && isString(e):
+				x[k] = strings.ReplaceAll(e.(string), taskID, "$TASK")
 			default:
 				x[k] = normalize(e, taskID)
 			}
@@ -164,9 +167,16 @@ func TestWireTranscripts(t *testing.T) {
 						}
 						last = c.Call(t, req.Method, req.Params, override...)
 						if req.Method == "tools/call" && last.Error == nil {
-							var tk mcptest.Task
+							var tk struct {
+								mcptest.Task
+								Job struct {
+									TaskID string `json:"taskId"`
+								} `json:"structuredContent"`
+							}
 							if json.Unmarshal(last.Result, &tk) == nil && tk.TaskID != "" {
 								taskID = tk.TaskID
+							} else if tk.Job.TaskID != "" {
+								taskID = tk.Job.TaskID // an async job's handle
 							}
 						}
 					case "server":
@@ -214,3 +224,5 @@ func TestWireTranscripts(t *testing.T) {
 		}
 	}
 }
+
+func isString(v any) bool { _, ok := v.(string); return ok }
