@@ -371,8 +371,7 @@ func TestLegacyTasksUtility(t *testing.T) {
 	}
 	// Methods the revision does not have, and a task request on one
 	// without tasks, are -32601; so is a task for a tool that is not a
-	// task tool. (An inline call of a Required one starts a background
-	// job: TestLegacyInlineCalls.)
+	// task tool, and an inline call of a Required one.
 	for _, c := range []struct {
 		version, method string
 		params          map[string]any
@@ -380,6 +379,7 @@ func TestLegacyTasksUtility(t *testing.T) {
 		{v1125, "tasks/update", map[string]any{"taskId": tk.TaskID, "inputResponses": map[string]any{}}},
 		{"2025-06-18", "tasks/get", map[string]any{"taskId": tk.TaskID}},
 		{v1125, "tools/call", map[string]any{"name": "plain", "arguments": map[string]any{}, "task": map[string]any{}}},
+		{v1125, "tools/call", map[string]any{"name": "must", "arguments": map[string]any{}}},
 	} {
 		if r := l.send("alice", c.version, call(9, c.method, c.params)).one(t); r.Error == nil || r.Error.Code != -32601 {
 			t.Errorf("%s %s %v: %+v", c.version, c.method, c.params, r)
@@ -516,9 +516,9 @@ func (l *legacyServer) get(principal, id string) legacyTask {
 // Inline calls of task tools on 2025-11-25: a result has content (never
 // null) and no resultType. What cannot finish within the call (a tool
 // that asks for input without the elicitation capability in the session,
-// one that sleeps past the budget, a Required one) continues as a
-// background job whose handle is the result; without the async-jobs
-// fallback they answer -32600, -32603 and -32601, at once.
+// one that sleeps past the budget) continues as a background job whose
+// handle is the result; without the async-jobs fallback they answer
+// -32600 and -32603, at once.
 func TestLegacyInlineCalls(t *testing.T) {
 	for _, jobs := range []bool{true, false} {
 		l := newLegacyServer(t, tasks.Options{Jobs: tasks.JobOptions{Disable: !jobs}})
@@ -546,7 +546,6 @@ func TestLegacyInlineCalls(t *testing.T) {
 		}{
 			{"ask", "elicitation", -32600},
 			{"nap", "sleeps 1h0m0s", -32603},
-			{"must", "runs only as a task", -32601},
 		} {
 			m := l.send("alice", v1125, call(2, "tools/call", map[string]any{"name": c.tool, "arguments": map[string]any{}}), "Mcp-Session-Id", sid).one(t)
 			if !jobs {

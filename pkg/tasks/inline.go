@@ -203,14 +203,12 @@ func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *to
 	owner := s.principal(ctx, req.GetExtra())
 	jobs := s.jobsFor(t)
 	switch {
-	case jobs && (t.background || t.support == Required):
-		why := "it runs in the background"
-		if t.support == Required {
-			why = "it runs only as a task"
-		}
-		return s.startJob(ctx, t, owner, args, nil, nil, why, nil)
 	case t.support == Required:
+		// The extension's rule: a request the server cannot serve without
+		// a task is answered -32021.
 		return nil, missingCapability()
+	case jobs && t.background:
+		return s.startJob(ctx, t, owner, args, nil, nil, "it runs in the background", nil)
 	}
 	// An inline run answers within the invocation's budget, like a worker
 	// step: what would outlast it continues as a job, or ends the call

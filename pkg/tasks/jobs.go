@@ -22,8 +22,8 @@ import (
 // per request) still gets the long work durability exists for. A task tool
 // it calls runs inline when it can finish within the call; when it cannot
 // (it sleeps or waits past the invocation's budget, asks for input the
-// client cannot give within the call, or is registered with [Background]
-// or as [Required]), the call creates the same durable task and answers at
+// client cannot give within the call, or is registered with [Background]),
+// the call creates the same durable task and answers at
 // once with an ordinary CallToolResult: text written for a model that says
 // what started and which tool to call next, the task id in
 // structuredContent (when the tool declares no output schema), and the
@@ -43,7 +43,9 @@ import (
 // other (the same store, workers, TTL, audit and telemetry; tasks/get
 // reads it); a client that declares the extension keeps getting tasks.
 // [JobOptions] turns the fallback off or renames the tools; [InlineOnly]
-// keeps one tool out of it.
+// keeps one tool out of it. A [Required] tool is not served by it: the
+// extension has a request that cannot be served without a task answered
+// -32021.
 
 // JobOptions configures the async-jobs fallback (see [Options].Jobs). The
 // zero value serves it under the default tool names.

@@ -199,18 +199,20 @@ func TestJobAnswersInput(t *testing.T) {
 	}
 }
 
-// Background and Required tools start a job at once; an InlineOnly tool
-// that cannot finish is refused with -32021; with the fallback off, no
+// A Background tool starts a job at once; a Required one is refused with
+// -32021, as the extension asks; an InlineOnly tool that cannot finish is
+// refused with -32021; with the fallback off, no
 // companion tools are listed, a sleep past the budget is refused with
 // -32021 naming the extension, and input the client cannot give with
 // -32021 naming elicitation.
 func TestJobKinds(t *testing.T) {
 	h, alice, _, _ := jobClients(t, tasks.Options{})
 	h.work(t, 2)
-	for _, tool := range []string{"bg", "must"} {
-		if r := callJob(t, alice, tool, map[string]any{"seconds": 1}); r.StructuredContent.TaskID == "" || r.IsError {
-			t.Errorf("%s: %+v, want a job", tool, r)
-		}
+	if r := callJob(t, alice, "bg", map[string]any{"seconds": 1}); r.StructuredContent.TaskID == "" || r.IsError {
+		t.Errorf("bg: %+v, want a job", r)
+	}
+	if r := alice.Call(t, "tools/call", map[string]any{"name": "must", "arguments": map[string]any{"seconds": 1}}); r.Error == nil || r.Error.Code != -32021 {
+		t.Errorf("must: %+v, want -32021", r)
 	}
 	r := alice.Call(t, "tools/call", map[string]any{"name": "inline", "arguments": map[string]any{"seconds": 600}})
 	if r.Error == nil || r.Error.Code != -32021 || r.HTTP != http.StatusBadRequest || !strings.Contains(r.Error.Message, "sleeps 10m0s") ||

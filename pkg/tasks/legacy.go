@@ -363,19 +363,19 @@ type InlineOutcome struct {
 // transport sends as elicitation/create requests and whose answers,
 // delivered on any instance through [Server.UpdateTask], resume it. What
 // cannot finish within the call (a sleep past the budget, input without
-// elicitation, a [Background] or Required tool) continues as a background
+// elicitation, a [Background] tool) continues as a background
 // job (see jobs.go), whose handle is the call's result; where the
 // async-jobs fallback does not serve the tool, a sleep past the budget
-// fails the call at once (-32603), input without elicitation answers
-// -32600, and a Required tool -32601, as 2025-11-25 asks of a tool that
-// must run as a task.
+// fails the call at once (-32603) and input without elicitation answers
+// -32600. A Required tool answers -32601, as 2025-11-25 asks of a tool
+// that must run as a task.
 func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args json.RawMessage, elicitation bool) InlineOutcome {
 	t := s.tools[tool]
 	if t == nil {
 		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task tool " + tool}}
 	}
 	jobs := s.jobsFor(t)
-	if t.support == Required && !jobs {
+	if t.support == Required {
 		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: "tool " + tool + " runs only as a task: call it with params.task"}}
 	}
@@ -383,7 +383,7 @@ func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args 
 	if bad != nil {
 		return legacyInlineResult(bad, nil)
 	}
-	if jobs && (t.background || t.support == Required) {
+	if jobs && t.background {
 		return legacyInlineResult(s.startJob(ctx, t, owner, valid, nil, nil, "it runs in the background", nil))
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())

@@ -19,8 +19,7 @@ import (
 )
 
 // registerJob registers the tools the wire tests drive: "job" ends as its
-// argument says, "must_be_task" requires the extension (and stays out of
-// the async-jobs fallback).
+// argument says, "must_be_task" requires the extension.
 func registerJob(s *tasks.Server) {
 	type confirm struct {
 		OK bool `json:"ok"`
@@ -65,7 +64,7 @@ func registerJob(s *tasks.Server) {
 	tasks.AddTool(s, &mcp.Tool{Name: "must_be_task", Description: "runs only as a task"}, tasks.Required,
 		func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 			return text("ok"), nil
-		}, tasks.InlineOnly())
+		})
 }
 
 // section is one "-- name --" part of a transcript.
