@@ -175,7 +175,7 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 				writeLegacy(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "params.task.ttl must be a non-negative number of milliseconds"})
 				return true
 			}
-			ttl = time.Duration(ms) * time.Millisecond
+			ttl = millis(ms, tasks.MaxTTL)
 		}
 		res, err := l.ts.LegacyCreateTask(r.Context(), owner, name, params["arguments"], ttl)
 		writeLegacy(w, id, res, err)
@@ -192,6 +192,16 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 	}
 	l.hold(ctx, w, r, id, out.TaskID, true)
 	return true
+}
+
+// millis converts a client's count of milliseconds to a duration, at most
+// limit: a count whose duration would overflow (18446744073710 ms is 585
+// years) is limit, not what the multiplication wraps to.
+func millis(ms float64, limit time.Duration) time.Duration {
+	if ms >= float64(limit/time.Millisecond) {
+		return limit
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 // serveTasks serves the tasks utility of 2025-11-25 (and answers -32601
