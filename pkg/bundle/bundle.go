@@ -414,6 +414,11 @@ const (
 	// MCPTASKS_STORE_TIMEOUT meanwhile; 60s stays below the idle timeouts
 	// of load balancers and NATs in front of managed Redis (350s on AWS).
 	redisKeepAlive = 60 * time.Second
+	// redisIdleClose is how long a connection of rueidis's pools of
+	// dedicated connections (the subscriber of task streams, the queue's
+	// wake subscription) may sit idle before it is closed: a long-lived
+	// process keeps no connection a burst of work left behind.
+	redisIdleClose = 30 * time.Second
 )
 
 // RedisOptions returns the rueidis options a bundle connects to
@@ -436,9 +441,13 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 // client-side caching off (task state must never be served stale, and
 // Upstash, ElastiCache and miniredis refuse CLIENT TRACKING), the
 // timeouts above unless opt sets its own (a REDIS_URL's dial_timeout,
-// write_timeout).
+// write_timeout), and idle pooled connections closed after
+// redisIdleClose.
 func clientDefaults(opt rueidis.ClientOption) rueidis.ClientOption {
 	opt.DisableCache = true
+	if opt.BlockingPoolCleanup == 0 {
+		opt.BlockingPoolCleanup = redisIdleClose
+	}
 	if opt.Dialer.Timeout == 0 {
 		opt.Dialer.Timeout = redisDialTimeout
 	}

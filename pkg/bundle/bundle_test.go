@@ -84,16 +84,17 @@ func TestFromEnvQueue(t *testing.T) {
 	}
 }
 
-// The Redis client for a REDIS_URL never caches client-side and has dial
-// and write timeouts, unless the URL sets its own timeouts.
+// The Redis client for a REDIS_URL never caches client-side, has dial
+// and write timeouts, unless the URL sets its own timeouts, and closes
+// idle pooled connections.
 func TestRedisOptions(t *testing.T) {
 	t.Parallel()
 	opt, err := redisOptions("rediss://default:pw@example.upstash.io:6379")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !opt.DisableCache || opt.Dialer.Timeout != redisDialTimeout || opt.ConnWriteTimeout != redisWriteTimeout {
-		t.Errorf("options: DisableCache=%v dial=%v write=%v", opt.DisableCache, opt.Dialer.Timeout, opt.ConnWriteTimeout)
+	if !opt.DisableCache || opt.Dialer.Timeout != redisDialTimeout || opt.ConnWriteTimeout != redisWriteTimeout || opt.BlockingPoolCleanup != redisIdleClose {
+		t.Errorf("options: DisableCache=%v dial=%v write=%v idle close=%v", opt.DisableCache, opt.Dialer.Timeout, opt.ConnWriteTimeout, opt.BlockingPoolCleanup)
 	}
 	if opt.TLSConfig == nil {
 		t.Error("rediss:// without TLS")
