@@ -64,9 +64,16 @@ type Config struct {
 	MaxLiveTasks     int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
 	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
-	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
-	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
-	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: requests served at once per process (default 256)
+	// MaxStreams and MaxStreamsPerPrincipal are MCPTASKS_MAX_STREAMS and
+	// MCPTASKS_MAX_STREAMS_PER_PRINCIPAL: long-lived requests (task
+	// streams, held 2025-11-25 tasks/result) open at once per process, in
+	// all (default 1024) and per principal (default 32), counted apart
+	// from MaxRequests (see endpoint.Options).
+	MaxStreams             int
+	MaxStreamsPerPrincipal int
+	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
+	Visibility             time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
 	// then runs anonymously (local development only).
@@ -235,7 +242,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
-	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, 256)
+	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, endpoint.DefaultMaxRequests)
+	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, endpoint.DefaultMaxStreams)
+	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, endpoint.DefaultMaxStreamsPerPrincipal)
 	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -640,10 +649,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		app.Register(b.Tasks)
 	}
 	b.Handler = endpoint.ForTasks(b.Tasks, &endpoint.Options{
-		Logger:         log,
-		AllowedOrigins: cfg.AllowedOrigins,
-		Authenticate:   authenticate,
-		Extra:          extra,
+		Logger:                 log,
+		AllowedOrigins:         cfg.AllowedOrigins,
+		Authenticate:           authenticate,
+		Extra:                  extra,
+		MaxRequests:            cfg.MaxRequests,
+		MaxStreams:             cfg.MaxStreams,
+		MaxStreamsPerPrincipal: cfg.MaxStreamsPerPrincipal,
 	})
 	return b, nil
 }
