@@ -74,8 +74,11 @@ func newLimits(o *Options) *limits {
 	return l
 }
 
-// arrival is what the outermost layer knows of a request, in its context.
+// arrival is what the outermost layer knows of a request: the request's
+// context is one (a single allocation on the hot path), where
+// arrivalOf finds it.
 type arrival struct {
+	context.Context
 	at time.Time
 	// slot: the request holds a request slot (given back by the outermost
 	// layer when the request ends, or by a stream when admitted).
@@ -84,11 +87,25 @@ type arrival struct {
 
 type arrivalKey struct{}
 
+// Value answers the arrival itself for arrivalKey.
+func (a *arrival) Value(key any) any {
+	if key == (arrivalKey{}) {
+		return a
+	}
+	return a.Context.Value(key)
+}
+
+// arrivalOf is r's arrival, or nil for a request that did not pass admit.
+func arrivalOf(r *http.Request) *arrival {
+	a, _ := r.Context().Value(arrivalKey{}).(*arrival)
+	return a
+}
+
 // admit is the outermost layer: it notes the request's arrival and takes a
 // request slot, or answers HTTP 503 at once when none is free.
 func (l *limits) admit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := &arrival{at: time.Now()}
+		a := &arrival{Context: r.Context(), at: time.Now()}
 		if l.requests != nil {
 			select {
 			case l.requests <- struct{}{}:
@@ -106,14 +123,14 @@ func (l *limits) admit(next http.Handler) http.Handler {
 				}
 			}()
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), arrivalKey{}, a)))
+		next.ServeHTTP(w, r.WithContext(a))
 	})
 }
 
 // arrivedAt is when r arrived at the endpoint (now, for a request that did
 // not pass admit).
 func arrivedAt(r *http.Request) time.Time {
-	if a, ok := r.Context().Value(arrivalKey{}).(*arrival); ok {
+	if a := arrivalOf(r); a != nil {
 		return a.at
 	}
 	return time.Now()
@@ -144,7 +161,7 @@ func (l *limits) stream(r *http.Request, principal string) (release func(), err 
 	}
 	l.open[principal]++
 	l.mu.Unlock()
-	if a, ok := r.Context().Value(arrivalKey{}).(*arrival); ok && a.slot {
+	if a := arrivalOf(r); a != nil && a.slot {
 		a.slot = false
 		<-l.requests
 	}
