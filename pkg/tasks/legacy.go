@@ -223,7 +223,10 @@ func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	wctx, cancel := context.WithTimeout(ctx, min(LegacyCancelWait, s.HoldBudget()))
 	defer cancel()
 	t, err = s.watch(wctx, owner, id, MethodCancel, cancelPoll, nil)
-	if err != nil && (t == nil || wctx.Err() == nil) {
+	switch {
+	case err != nil && t == nil && wctx.Err() != nil:
+		return nil, storeUnavailable() // not one reading within the wait
+	case err != nil && (t == nil || wctx.Err() == nil):
 		return nil, err
 	}
 	if t.CancelRequested && !t.Status.Terminal() {
