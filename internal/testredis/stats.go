@@ -67,3 +67,21 @@ func Sent(before, after map[string]int64) (total int64, sent []string) {
 	slices.Sort(sent)
 	return total, sent
 }
+
+// ConnectedClients reads INFO clients through c and returns the server's
+// connected_clients (c's own connections included).
+func ConnectedClients(tb testing.TB, c rueidis.Client) int {
+	tb.Helper()
+	info, err := c.Do(tb.Context(), c.B().Info().Section("clients").Build()).ToString()
+	if err != nil {
+		tb.Fatalf("testredis: INFO clients: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	tb.Fatal("testredis: no connected_clients in INFO clients")
+	return 0
+}

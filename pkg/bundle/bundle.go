@@ -64,9 +64,16 @@ type Config struct {
 	MaxLiveTasks     int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
 	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
-	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
-	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
-	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: requests served at once per process (default 256)
+	// MaxStreams and MaxStreamsPerPrincipal are MCPTASKS_MAX_STREAMS and
+	// MCPTASKS_MAX_STREAMS_PER_PRINCIPAL: long-lived requests (task
+	// streams, held 2025-11-25 tasks/result) open at once per process, in
+	// all (default 1024) and per principal (default 32), counted apart
+	// from MaxRequests (see endpoint.Options).
+	MaxStreams             int
+	MaxStreamsPerPrincipal int
+	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
+	Visibility             time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// NoJobs is MCPTASKS_JOBS=off: the async-jobs fallback for clients
 	// without the tasks extension is off (tasks.JobOptions.Disable).
 	NoJobs bool
@@ -238,7 +245,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
-	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, 256)
+	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, endpoint.DefaultMaxRequests)
+	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, endpoint.DefaultMaxStreams)
+	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, endpoint.DefaultMaxStreamsPerPrincipal)
 	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -424,6 +433,11 @@ const (
 	// MCPTASKS_STORE_TIMEOUT meanwhile; 60s stays below the idle timeouts
 	// of load balancers and NATs in front of managed Redis (350s on AWS).
 	redisKeepAlive = 60 * time.Second
+	// redisIdleClose is how long a connection of rueidis's pools of
+	// dedicated connections (the subscriber of task streams, the queue's
+	// wake subscription) may sit idle before it is closed: a long-lived
+	// process keeps no connection a burst of work left behind.
+	redisIdleClose = 30 * time.Second
 )
 
 // RedisOptions returns the rueidis options a bundle connects to
@@ -446,9 +460,13 @@ func redisOptions(redisURL string) (rueidis.ClientOption, error) {
 // client-side caching off (task state must never be served stale, and
 // Upstash, ElastiCache and miniredis refuse CLIENT TRACKING), the
 // timeouts above unless opt sets its own (a REDIS_URL's dial_timeout,
-// write_timeout).
+// write_timeout), and idle pooled connections closed after
+// redisIdleClose.
 func clientDefaults(opt rueidis.ClientOption) rueidis.ClientOption {
 	opt.DisableCache = true
+	if opt.BlockingPoolCleanup == 0 {
+		opt.BlockingPoolCleanup = redisIdleClose
+	}
 	if opt.Dialer.Timeout == 0 {
 		opt.Dialer.Timeout = redisDialTimeout
 	}
@@ -642,10 +660,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		app.Register(b.Tasks)
 	}
 	b.Handler = endpoint.ForTasks(b.Tasks, &endpoint.Options{
-		Logger:         log,
-		AllowedOrigins: cfg.AllowedOrigins,
-		Authenticate:   authenticate,
-		Extra:          extra,
+		Logger:                 log,
+		AllowedOrigins:         cfg.AllowedOrigins,
+		Authenticate:           authenticate,
+		Extra:                  extra,
+		MaxRequests:            cfg.MaxRequests,
+		MaxStreams:             cfg.MaxStreams,
+		MaxStreamsPerPrincipal: cfg.MaxStreamsPerPrincipal,
 	})
 	return b, nil
 }

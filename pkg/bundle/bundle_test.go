@@ -15,6 +15,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
+	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -84,16 +85,17 @@ func TestFromEnvQueue(t *testing.T) {
 	}
 }
 
-// The Redis client for a REDIS_URL never caches client-side and has dial
-// and write timeouts, unless the URL sets its own timeouts.
+// The Redis client for a REDIS_URL never caches client-side, has dial
+// and write timeouts, unless the URL sets its own timeouts, and closes
+// idle pooled connections.
 func TestRedisOptions(t *testing.T) {
 	t.Parallel()
 	opt, err := redisOptions("rediss://default:pw@example.upstash.io:6379")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !opt.DisableCache || opt.Dialer.Timeout != redisDialTimeout || opt.ConnWriteTimeout != redisWriteTimeout {
-		t.Errorf("options: DisableCache=%v dial=%v write=%v", opt.DisableCache, opt.Dialer.Timeout, opt.ConnWriteTimeout)
+	if !opt.DisableCache || opt.Dialer.Timeout != redisDialTimeout || opt.ConnWriteTimeout != redisWriteTimeout || opt.BlockingPoolCleanup != redisIdleClose {
+		t.Errorf("options: DisableCache=%v dial=%v write=%v idle close=%v", opt.DisableCache, opt.Dialer.Timeout, opt.ConnWriteTimeout, opt.BlockingPoolCleanup)
 	}
 	if opt.TLSConfig == nil {
 		t.Error("rediss:// without TLS")
@@ -206,6 +208,27 @@ func TestJobsSwitch(t *testing.T) {
 	}
 	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": "maybe"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_JOBS") {
 		t.Errorf("maybe: %v", err)
+	}
+}
+
+// The stream bounds default to the endpoint's defaults, are read from
+// MCPTASKS_MAX_STREAMS and MCPTASKS_MAX_STREAMS_PER_PRINCIPAL, and refuse
+// what is not a positive number (the e2e tests exercise them on a server).
+func TestStreamBoundsFromEnv(t *testing.T) {
+	t.Parallel()
+	cfg, err := FromEnv(envOf(nil))
+	if err != nil || cfg.MaxRequests != endpoint.DefaultMaxRequests || cfg.MaxStreams != endpoint.DefaultMaxStreams ||
+		cfg.MaxStreamsPerPrincipal != endpoint.DefaultMaxStreamsPerPrincipal {
+		t.Fatalf("defaults: %d %d %d (%v)", cfg.MaxRequests, cfg.MaxStreams, cfg.MaxStreamsPerPrincipal, err)
+	}
+	cfg, err = FromEnv(envOf(map[string]string{"MCPTASKS_MAX_STREAMS": "10", "MCPTASKS_MAX_STREAMS_PER_PRINCIPAL": "2"}))
+	if err != nil || cfg.MaxStreams != 10 || cfg.MaxStreamsPerPrincipal != 2 {
+		t.Fatalf("set: %d %d (%v)", cfg.MaxStreams, cfg.MaxStreamsPerPrincipal, err)
+	}
+	for _, name := range []string{"MCPTASKS_MAX_STREAMS", "MCPTASKS_MAX_STREAMS_PER_PRINCIPAL"} {
+		if _, err := FromEnv(envOf(map[string]string{name: "0"})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=0: %v", name, err)
+		}
 	}
 }
 

@@ -908,6 +908,29 @@ func TestBadNameIsNotRetried(t *testing.T) {
 	}
 }
 
+// A server with too many streams open refuses subscriptions/listen with
+// HTTP 429: the client polls, and tries to listen again after a poll (not
+// only on its first call, as after a server that has no streams).
+func TestBusyStreamsArePolledThenRetried(t *testing.T) {
+	tool := faketasks.Tool{Steps: []faketasks.Step{{PollIntervalMs: 5}, {Result: text("done")}}}
+	srv := faketasks.New(map[string]faketasks.Tool{"job": tool}, &faketasks.Options{Fault: func(r faketasks.Request) *faketasks.Fault {
+		if r.Method == "subscriptions/listen" {
+			return &faketasks.Fault{Status: http.StatusTooManyRequests, RPCError: &jsonrpc.Error{Code: -32028, Message: "too many open streams"}}
+		}
+		return nil
+	}})
+	defer srv.Close()
+	c, _ := newClient(srv)
+	for range 2 {
+		if _, err := c.Call(context.Background(), "job", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(srv.Requests("subscriptions/listen")); n < 3 {
+		t.Errorf("subscriptions/listen sent %d times, want it tried again after each refusal", n)
+	}
+}
+
 // A server without task streams refuses subscriptions/listen (here -32601,
 // HTTP 404): the client polls instead, and does not ask again.
 func TestCallFallsBackToPolling(t *testing.T) {

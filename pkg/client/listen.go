@@ -80,8 +80,9 @@ func (c *Client) listen(ctx context.Context, id string, elicit bool, fn func(*Ta
 	defer resp.Body.Close()
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		// A refusal (-32601, -32021, a 4xx): this server has no task
-		// streams. A 5xx may pass.
-		if resp.StatusCode < 500 {
+		// streams. A 5xx may pass, and so does 429 (too many streams open
+		// at once): poll this time, listen again next time.
+		if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 			c.noListen.Store(true)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

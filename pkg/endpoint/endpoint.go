@@ -9,8 +9,10 @@
 //
 // # Composition
 //
-// [ForTasks] serves a tasks server, [New] a plain go-sdk server. A request
-// to the MCP path passes these layers, in this order, each of which may
+// [ForTasks] serves a tasks server, [New] a plain go-sdk server. Every
+// request first passes admission (limits.go): it takes one of
+// Options.MaxRequests slots, or is answered 503 at once. A request to the
+// MCP path then passes these layers, in this order, each of which may
 // answer it:
 //
 //  1. Origin: a browser Origin other than the server itself, a loopback
@@ -32,7 +34,10 @@
 //     - task streams (listen.go): a subscriptions/listen that names
 //     params.notifications.taskIds is answered here with an SSE stream of
 //     notifications/tasks, when the task store announces its transitions
-//     ([tasks.Watcher]); every other listen goes on to the go-sdk;
+//     ([tasks.Watcher]); every other listen goes on to the go-sdk. Task
+//     streams and held 2025-11-25 tasks/result count in a pool of their
+//     own (Options.MaxStreams, Options.MaxStreamsPerPrincipal), and end
+//     within the platform's budget counted from the request's arrival;
 //     - the lean path answers a well-formed tasks/get, tasks/update,
 //     tasks/cancel or task-creating tools/call itself, parsing the body
 //     once, with exactly the answer the go-sdk would give (it calls the
@@ -99,6 +104,20 @@ type Options struct {
 	// Extra mounts additional routes (for example OAuth protected resource
 	// metadata) on the same mux.
 	Extra map[string]http.Handler
+	// MaxRequests bounds the requests served at once by this process; 0
+	// means DefaultMaxRequests, a negative value no bound. A request past
+	// it is answered at once: HTTP 503 with Retry-After and a JSON-RPC
+	// error. An admitted stream (below) gives its request slot back.
+	MaxRequests int
+	// MaxStreams bounds the long-lived requests open at once in this
+	// process, apart from MaxRequests: task streams (subscriptions/listen)
+	// and held 2025-11-25 tasks/result. MaxStreamsPerPrincipal bounds those
+	// of one principal. 0 means DefaultMaxStreams and
+	// DefaultMaxStreamsPerPrincipal, a negative value no bound. A stream
+	// past either is answered at once with CodeTooManyStreams and a retry
+	// hint (see limits.go).
+	MaxStreams             int
+	MaxStreamsPerPrincipal int
 }
 
 func (o *Options) defaults() Options {
@@ -135,7 +154,7 @@ func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
 func New(srv *mcp.Server, opts *Options) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
-	return o.mount(unknownMethods(sdk))
+	return o.mount(unknownMethods(sdk), newLimits(&o))
 }
 
 // ForTasks returns the handler serving the tasks server ts at opts.Path,
@@ -155,14 +174,15 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
+	lim := newLimits(&o)
 	if _, ok := ts.Store().(tasks.Watcher); ok {
-		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
+		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection, lim: lim}
 	}
-	h = &legacy{ts: ts, next: h}
+	h = &legacy{ts: ts, next: h, lim: lim}
 	if ts.Tracing() {
 		h = traceContext(h)
 	}
-	return o.mount(h)
+	return o.mount(h, lim)
 }
 
 // traceContext puts the remote span context of an incoming W3C traceparent
@@ -178,9 +198,9 @@ func traceContext(next http.Handler) http.Handler {
 	})
 }
 
-// mount puts the layers every request passes before h (authentication,
-// body limit, Origin) around it and serves it at o.Path.
-func (o *Options) mount(h http.Handler) http.Handler {
+// mount puts the layers every request passes before h (admission,
+// authentication, body limit, Origin) around it and serves it at o.Path.
+func (o *Options) mount(h http.Handler, lim *limits) http.Handler {
 	if o.Authenticate != nil {
 		h = o.Authenticate(h)
 	}
@@ -196,7 +216,7 @@ func (o *Options) mount(h http.Handler) http.Handler {
 	for p, eh := range o.Extra {
 		mux.Handle(p, eh)
 	}
-	return mux
+	return lim.admit(mux)
 }
 
 func limitBody(next http.Handler, limit int64) http.Handler {

@@ -610,6 +610,8 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 			status = http.StatusNotFound
 		case tasks.CodeInvalidParams, tasks.CodeHeaderMismatch, tasks.CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
 			status = http.StatusBadRequest
+		case CodeTooManyStreams:
+			status = http.StatusTooManyRequests
 		}
 		b, _ := marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`

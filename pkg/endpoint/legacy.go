@@ -60,6 +60,7 @@ const resumeRetryMs = 500
 type legacy struct {
 	ts   *tasks.Server
 	next http.Handler
+	lim  *limits
 }
 
 func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -175,15 +176,16 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 				writeLegacy(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "params.task.ttl must be a non-negative number of milliseconds"})
 				return true
 			}
-			ttl = time.Duration(ms) * time.Millisecond
+			ttl = millis(ms, tasks.MaxTTL)
 		}
 		res, err := l.ts.LegacyCreateTask(r.Context(), owner, name, params["arguments"], ttl)
 		writeLegacy(w, id, res, err)
 		return true
 	}
 	elicitation, _ := l.ts.OpenLegacySession(r.Header.Get("Mcp-Session-Id"))
-	// One budget for the whole call: the inline run, then any hold.
-	ctx, cancel := context.WithTimeout(r.Context(), l.ts.HoldBudget())
+	// One budget for the whole call, from its arrival: the inline run,
+	// then any hold.
+	ctx, cancel := budget(r, l.ts.HoldBudget())
 	defer cancel()
 	out := l.ts.CallLegacyInline(ctx, owner, name, params["arguments"], elicitation)
 	if out.TaskID == "" {
@@ -192,6 +194,16 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 	}
 	l.hold(ctx, w, r, id, out.TaskID, true)
 	return true
+}
+
+// millis converts a client's count of milliseconds to a duration, at most
+// limit: a count whose duration would overflow (18446744073710 ms is 585
+// years) is limit, not what the multiplication wraps to.
+func millis(ms float64, limit time.Duration) time.Duration {
+	if ms >= float64(limit/time.Millisecond) {
+		return limit
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 // serveTasks serves the tasks utility of 2025-11-25 (and answers -32601
@@ -235,17 +247,31 @@ func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawM
 // (tasks/result, or an inline call that became a task for its input rounds)
 // on an SSE stream: it sends each input request of the task as a request to
 // the client, and the task's outcome once it is terminal, within the
-// invocation's budget (ctx's deadline, at most the hold budget from now). A
+// invocation's budget (ctx's deadline, at most the hold budget from the
+// request's arrival; a store read in flight at its end is cut short). A
 // tasks/result still waiting at the budget's end closes its stream with a
 // resumption id (the client resumes it with GET and Last-Event-ID, on any
 // instance); an inline call is refused then, or at once when the task
-// sleeps past the budget.
+// sleeps past the budget. A tasks/result counts against the endpoint's
+// stream bounds (limits.go): past them it is answered at once with
+// CodeTooManyStreams and Retry-After.
 func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Request, id json.RawMessage, taskID string, inline bool) {
 	owner := l.principal(r)
-	ctx, cancel := context.WithTimeout(ctx, l.ts.HoldBudget())
+	if !inline {
+		release, err := l.lim.stream(r, owner)
+		if err != nil {
+			retryAfter(w)
+			writeLegacy(w, id, nil, err)
+			return
+		}
+		defer release()
+	}
+	ctx, cancel := context.WithDeadline(ctx, arrivedAt(r).Add(l.ts.HoldBudget()))
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	s := newSSE(w)
+	// A write the client does not take ends at the platform's limit.
+	_ = s.rc.SetWriteDeadline(arrivedAt(r).Add(l.ts.Options().MaxDuration))
 	if !inline {
 		tok, err := l.ts.LegacyResumeToken(tasks.LegacyResume{TaskID: taskID, RequestID: id})
 		if err == nil {
@@ -279,13 +305,11 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	case refusal != "":
 		res, err := l.ts.RefuseHeld(r.Context(), owner, t, refusal)
 		s.message(response(id, res, err))
-	case t != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-		if inline {
-			res, err := l.ts.RefuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")
-			s.message(response(id, res, err))
-			return
-		}
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil && !inline:
 		s.retry(resumeRetryMs) // the stream ends; the client resumes it
+	case t != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		res, err := l.ts.RefuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")
+		s.message(response(id, res, err))
 	case r.Context().Err() == nil:
 		if err == nil || errors.Is(err, context.DeadlineExceeded) {
 			err = &jsonrpc.Error{Code: tasks.CodeInternalError, Message: "task store unavailable; retry shortly"}

@@ -315,8 +315,16 @@ func TestLegacyTasksUtility(t *testing.T) {
 	if tk.Status != "working" || tk.TTL == nil || *tk.TTL != 60000 || tk.PollInterval == nil || *tk.PollInterval <= 0 || *tk.PollInterval > 1500 || tk.TTLMs != nil || tk.CreatedAt == "" || tk.LastUpdatedAt == "" {
 		t.Fatalf("created %+v", tk)
 	}
-	if long := l.create("alice", "job", map[string]any{"ttl": 1e9}); *long.TTL != time.Hour.Milliseconds() {
-		t.Errorf("a ttl past the server's: %d, want the server's %d", *long.TTL, time.Hour.Milliseconds())
+	// Past the server's: the server's, however large (18446744073710 ms
+	// overflows a time.Duration; 1e300 does not fit an int64).
+	for i, ttl := range []float64{1e9, 9223372036855, 18446744073710, 1e300} {
+		who := "alice"
+		if i > 0 {
+			who = "carol" // alice's tasks/list below has three
+		}
+		if long := l.create(who, "job", map[string]any{"ttl": ttl}); *long.TTL != time.Hour.Milliseconds() {
+			t.Errorf("a ttl of %g ms: %d, want the server's %d", ttl, *long.TTL, time.Hour.Milliseconds())
+		}
 	}
 	var got legacyTask
 	if err := json.Unmarshal(l.send("alice", v1125, call(2, "tasks/get", map[string]any{"taskId": tk.TaskID})).one(t).Result, &got); err != nil || got.TaskID != tk.TaskID || got.Status != "working" || got.TTLMs != nil || got.ResultType != nil {

@@ -20,8 +20,14 @@ package endpoint
 //     Nothing else (no notifications/progress or notifications/message).
 //  3. The listen result ({resultType:"complete"} with the subscription id)
 //     when every accepted task is terminal, or before the platform's time
-//     limit (tasks.Server.ListenLimit), or when the store's subscription is
-//     lost: the client listens again for tasks still live.
+//     limit (tasks.Server.ListenLimit, counted from the request's arrival:
+//     the subscription's setup and a store read in flight are within it),
+//     or when the store's subscription is lost: the client listens again
+//     for tasks still live.
+//
+// A stream counts against the endpoint's stream bounds (limits.go): past
+// them the listen is answered at once with CodeTooManyStreams (HTTP 429,
+// Retry-After), and the client polls meanwhile.
 //
 // A request that does not declare the tasks extension gets -32021 (HTTP
 // 400), as the extension requires. Transport checks are the lean path's
@@ -29,12 +35,10 @@ package endpoint
 // go-sdk, which answers it.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -47,6 +51,7 @@ type listenPath struct {
 	ts                  *tasks.Server
 	next                http.Handler
 	localhostProtection bool
+	lim                 *limits
 }
 
 // listenRequest is a subscriptions/listen that names taskIds.
@@ -82,17 +87,27 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := l.ts.Principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
-	tl, err := l.ts.Listen(r.Context(), owner, req.taskIDs)
+	release, err := l.lim.stream(r, owner)
+	if err != nil {
+		retryAfter(w)
+		writeRPC(w, req.id, nil, err)
+		return
+	}
+	defer release()
+	// The whole stream, its setup included, within the limit from the
+	// request's arrival.
+	ctx, cancel := budget(r, l.ts.ListenLimit())
+	defer cancel()
+	tl, err := l.ts.Listen(ctx, owner, req.taskIDs)
 	if err != nil {
 		writeRPC(w, req.id, nil, err)
 		return
 	}
 	defer tl.Close()
-	limit := l.ts.ListenLimit()
-	ctx, cancel := context.WithTimeout(r.Context(), limit)
-	defer cancel()
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Now().Add(limit + 10*time.Second)) // a server-wide WriteTimeout must not cut the stream
+	// A write the client does not take ends at the platform's limit; a
+	// server-wide WriteTimeout must not cut the stream before.
+	_ = rc.SetWriteDeadline(arrivedAt(r).Add(l.ts.Options().MaxDuration))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")

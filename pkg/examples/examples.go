@@ -24,7 +24,7 @@ type GreetArgs struct {
 
 // SlowArgs are the arguments of slow_compute.
 type SlowArgs struct {
-	Seconds int    `json:"seconds" jsonschema:"how long the computation takes, in seconds"`
+	Seconds int    `json:"seconds" jsonschema:"how long the computation takes, in seconds (0 to 86400)"`
 	Label   string `json:"label,omitempty" jsonschema:"a label echoed in the result"`
 }
 
@@ -37,6 +37,13 @@ type ConfirmArgs struct {
 type Confirmation struct {
 	Confirm bool `json:"confirm" jsonschema:"delete the file?"`
 }
+
+// Bounds of the tools' durations, so that a client's number never
+// overflows a time.Duration.
+const (
+	maxSeconds = 86400   // slow_compute's seconds: a day
+	maxMillis  = 3600000 // each part's and pause's milliseconds: an hour
+)
 
 // Version is the version the example app reports in serverInfo.
 const Version = "0.2.0"
@@ -71,6 +78,9 @@ func Register(s *tasks.Server) {
 
 	tasks.AddTool(s, &mcp.Tool{Name: "slow_compute", Description: "Computes slowly: a durable task that sleeps `seconds`, then reports."},
 		tasks.Optional, func(ctx context.Context, st *tasks.Step, in SlowArgs) (*mcp.CallToolResult, error) {
+			if in.Seconds < 0 || in.Seconds > maxSeconds {
+				return nil, &jsonrpc.Error{Code: -32602, Message: fmt.Sprintf("seconds must be between 0 and %d", maxSeconds)}
+			}
 			st.Status(fmt.Sprintf("computing for %ds", in.Seconds))
 			start, err := tasks.Do(st, "start", func(context.Context) (time.Time, error) { return time.Now().UTC(), nil })
 			if err != nil {
@@ -103,7 +113,7 @@ func Register(s *tasks.Server) {
 // BatchArgs are the arguments of batch_report.
 type BatchArgs struct {
 	Steps      int `json:"steps" jsonschema:"how many parts to process (1-100)"`
-	StepMillis int `json:"stepMillis,omitempty" jsonschema:"how long each part takes, in milliseconds"`
+	StepMillis int `json:"stepMillis,omitempty" jsonschema:"how long each part takes, in milliseconds (at most 3600000)"`
 }
 
 // batchReport processes a report part by part, one durable step each. Each
@@ -119,6 +129,9 @@ func batchReport(log *slog.Logger) tasks.Handler[BatchArgs] {
 func batch(ctx context.Context, log *slog.Logger, st *tasks.Step, in BatchArgs) (*mcp.CallToolResult, error) {
 	if in.Steps < 1 || in.Steps > 100 {
 		return nil, &jsonrpc.Error{Code: -32602, Message: "steps must be between 1 and 100"}
+	}
+	if in.StepMillis < 0 || in.StepMillis > maxMillis {
+		return nil, &jsonrpc.Error{Code: -32602, Message: fmt.Sprintf("stepMillis must be between 0 and %d", maxMillis)}
 	}
 	total := 0
 	for i := 1; i <= in.Steps; i++ {
@@ -143,8 +156,8 @@ func batch(ctx context.Context, log *slog.Logger, st *tasks.Step, in BatchArgs) 
 // StoppableArgs are the arguments of stoppable_batch.
 type StoppableArgs struct {
 	Parts       int `json:"parts" jsonschema:"how many parts to process (1-100)"`
-	PartMillis  int `json:"partMillis,omitempty" jsonschema:"how long each part takes, in milliseconds"`
-	PauseMillis int `json:"pauseMillis,omitempty" jsonschema:"a durable pause between parts, in milliseconds (an answer to stop cuts it short)"`
+	PartMillis  int `json:"partMillis,omitempty" jsonschema:"how long each part takes, in milliseconds (at most 3600000)"`
+	PauseMillis int `json:"pauseMillis,omitempty" jsonschema:"a durable pause between parts, in milliseconds (at most 3600000; an answer to stop cuts it short)"`
 }
 
 // StopEarly is what stoppable_batch offers the user under the key "stop".
@@ -161,6 +174,9 @@ func stoppableBatch(log *slog.Logger) tasks.Handler[StoppableArgs] {
 	return func(ctx context.Context, st *tasks.Step, in StoppableArgs) (*mcp.CallToolResult, error) {
 		if in.Parts < 1 || in.Parts > 100 {
 			return nil, &jsonrpc.Error{Code: -32602, Message: "parts must be between 1 and 100"}
+		}
+		if in.PartMillis < 0 || in.PartMillis > maxMillis || in.PauseMillis < 0 || in.PauseMillis > maxMillis {
+			return nil, &jsonrpc.Error{Code: -32602, Message: fmt.Sprintf("partMillis and pauseMillis must be between 0 and %d", maxMillis)}
 		}
 		if err := tasks.OfferElicit[StopEarly](st, "stop", "Stop after the part in flight?"); err != nil {
 			return nil, err

@@ -90,3 +90,31 @@ func TestStoppableBatch(t *testing.T) {
 		t.Errorf("stopped in a pause: statuses %v, result %q; want [input_required completed]", seen, got)
 	}
 }
+
+// A duration argument that would overflow a time.Duration fails the task
+// with -32602 instead of wrapping to some other duration.
+func TestDurationArgumentsBounded(t *testing.T) {
+	srv := newServer(t)
+	ctx := context.Background()
+	for tool, args := range map[string]string{
+		"slow_compute":    `{"seconds":9300000000}`,
+		"batch_report":    `{"steps":1,"stepMillis":18446744073710}`,
+		"stoppable_batch": `{"parts":2,"pauseMillis":18446744073710}`,
+	} {
+		task, err := srv.Store().Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: tool,
+			Args: json.RawMessage(args), TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Advance(ctx, task.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := srv.Store().Get(ctx, "alice", task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != tasks.StatusFailed || got.Error == nil || got.Error.Code != -32602 {
+			t.Errorf("%s %s: %s %+v, want failed with -32602", tool, args, got.Status, got.Error)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -222,7 +223,10 @@ func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	wctx, cancel := context.WithTimeout(ctx, min(LegacyCancelWait, s.HoldBudget()))
 	defer cancel()
 	t, err = s.watch(wctx, owner, id, MethodCancel, cancelPoll, nil)
-	if err != nil && (t == nil || wctx.Err() == nil) {
+	switch {
+	case err != nil && t == nil && wctx.Err() != nil:
+		return nil, storeUnavailable() // not one reading within the wait
+	case err != nil && (t == nil || wctx.Err() == nil):
 		return nil, err
 	}
 	if t.CancelRequested && !t.Status.Terminal() {
@@ -292,15 +296,25 @@ func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*Tas
 }
 
 // watch is WatchTask for the request method, reading every poll; a nil
-// each waits for the terminal status. The end of ctx ends the wait between
-// reads, never a read: a read cut short would be reported as a store
-// failure (each is bounded by Options.StoreTimeout).
+// each waits for the terminal status. The end of ctx ends the wait, a read
+// in flight included (each read is bounded by Options.StoreTimeout too):
+// a request's budget is never spent waiting for a slow store.
 func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.Duration, each func(*Task) bool) (*Task, error) {
+	if !ValidID(id) {
+		return nil, errUnknownTask(id)
+	}
 	var last *Task
 	for {
-		t, err := s.lookup(context.WithoutCancel(ctx), owner, id, method)
-		if err != nil {
-			return last, err
+		t, err := s.read(ctx, owner, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return last, errUnknownTask(id)
+		case err != nil && ctx.Err() != nil:
+			return last, ctx.Err()
+		case err != nil:
+			s.log.Error(method+" failed", "task", id, "err", err)
+			s.storeFailed(ctx, strings.TrimPrefix(method, "tasks/"))
+			return last, storeUnavailable()
 		}
 		last = t
 		if t.Status.Terminal() || (each != nil && each(t)) {

@@ -53,7 +53,9 @@ type TaskListen struct {
 // reads each task: the ones owner owns are Accepted; an unknown id and a
 // task of someone else are left out alike. It answers -32602 for more than
 // MaxListenTasks ids, and -32603 when the store is unavailable or is not a
-// [Watcher]. Run streams the tasks; Close ends the subscription.
+// [Watcher], or when ctx ends before the subscription is confirmed and the
+// tasks read: pass the request's budget, so that a slow store cannot stretch
+// the stream past it. Run streams the tasks; Close ends the subscription.
 func (s *Server) Listen(ctx context.Context, owner string, ids []string) (*TaskListen, error) {
 	if len(ids) > MaxListenTasks {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "subscriptions/listen: too many taskIds (at most 100)"}

@@ -285,7 +285,7 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 		return nil
 	}
 	srv := &http.Server{
-		Handler:           limitRequests(b.Handler, b.Config.MaxRequests),
+		Handler:           b.Handler, // which bounds the requests served at once (MCPTASKS_MAX_REQUESTS)
 		ReadHeaderTimeout: min(readHeaderTimeout, b.Config.ReadTimeout),
 		ReadTimeout:       b.Config.ReadTimeout,
 		WriteTimeout:      b.Config.MaxDuration + writeSlack,
@@ -308,28 +308,6 @@ func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, s
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
-}
-
-// limitRequests serves at most n requests at once; the others get HTTP
-// 503 with Retry-After and a JSON-RPC error body at once, rather than
-// queueing without bound.
-func limitRequests(next http.Handler, n int) http.Handler {
-	if n <= 0 {
-		return next
-	}
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			next.ServeHTTP(w, r)
-		default:
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"server busy: too many requests at once (MCPTASKS_MAX_REQUESTS); retry"}}`+"\n")
-		}
-	})
 }
 
 // token mints a development HS256 token from MCPTASKS_AUTH_HS256_SECRET,

@@ -154,6 +154,8 @@ type Store struct {
 	// for their spans.
 	tracer trace.Tracer
 	names  map[string]string
+	// hub carries every Watch of the store (watch.go).
+	hub hub
 }
 
 var _ tasks.Store = (*Store)(nil)
