@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -61,6 +62,11 @@ type JobOptions struct {
 	// MaxWait bounds how long one status call waits for the job to change
 	// (default 25s); it never waits past the invocation's budget.
 	MaxWait time.Duration
+	// MaxWaitsPerPrincipal bounds the status calls of one principal that
+	// wait at once in a process (default 4): a status call past it answers
+	// at once, so that one principal's waits never hold the requests
+	// others need.
+	MaxWaitsPerPrincipal int
 }
 
 func (o *JobOptions) fill() {
@@ -76,6 +82,37 @@ func (o *JobOptions) fill() {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 25 * time.Second
 	}
+	if o.MaxWaitsPerPrincipal <= 0 {
+		o.MaxWaitsPerPrincipal = 4
+	}
+}
+
+// waiting counts the status calls that wait now, per principal: per
+// process state, as bounded as the requests a process serves at once.
+type waiting struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more wait of owner, unless owner already has max; it
+// returns the release of the wait.
+func (w *waiting) take(owner string, max int) (release func(), ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[owner] >= max {
+		return nil, false
+	}
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[owner]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.n[owner]--; w.n[owner] <= 0 {
+			delete(w.n, owner)
+		}
+	}, true
 }
 
 // Background makes a task tool run as a background job for every client
@@ -323,8 +360,11 @@ func (s *Server) statusTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		wait = min(max(time.Duration(*a.WaitSeconds)*time.Second, 0), wait)
 	}
 	if t.Status == StatusWorking && wait > 0 {
-		if nt, err := s.waitForChange(ctx, owner, t, wait); err == nil {
-			t = nt
+		if release, ok := s.waits.take(owner, s.opts.Jobs.MaxWaitsPerPrincipal); ok {
+			if nt, err := s.waitForChange(ctx, owner, t, wait); err == nil {
+				t = nt
+			}
+			release()
 		}
 	}
 	return s.jobAnswer(t), nil

@@ -287,3 +287,43 @@ func TestJobWithoutProtocolHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A principal's status calls wait (for news of a working job) at most
+// Jobs.MaxWaitsPerPrincipal at once; one past it answers at once, so that
+// its waits never hold the requests others need. Another principal still
+// waits.
+func TestJobStatusWaitsBoundedPerPrincipal(t *testing.T) {
+	h, alice, bob, _ := jobClients(t, tasks.Options{Jobs: tasks.JobOptions{MaxWaitsPerPrincipal: 1, MaxWait: 2 * time.Second}})
+	h.work(t, 2)
+	a := callJob(t, alice, "nap", map[string]any{"seconds": 600}).StructuredContent.TaskID
+	b := callJob(t, bob, "nap", map[string]any{"seconds": 600}).StructuredContent.TaskID
+	if a == "" || b == "" {
+		t.Fatal("no jobs")
+	}
+	for _, j := range []struct {
+		c  *mcptest.Client
+		id string
+	}{{alice, a}, {bob, b}} { // both asleep: nothing changes for 10 minutes
+		for !strings.Contains(callJob(t, j.c, "task_status", map[string]any{"taskId": j.id, "waitSeconds": 0}).text(), "sleeps until") {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	timed := func(c *mcptest.Client, id string) time.Duration {
+		began := time.Now()
+		callJob(t, c, "task_status", map[string]any{"taskId": id, "waitSeconds": 2})
+		return time.Since(began)
+	}
+	first := make(chan time.Duration)
+	go func() { first <- timed(alice, a) }()
+	time.Sleep(300 * time.Millisecond) // alice's first call is waiting
+	second, others := timed(alice, a), timed(bob, b)
+	if second > time.Second {
+		t.Errorf("alice's second status call took %v: past her bound of 1 wait it answers at once", second)
+	}
+	if others < 1500*time.Millisecond {
+		t.Errorf("bob's status call took %v: within his bound it waits for news (2s)", others)
+	}
+	if f := <-first; f < 1500*time.Millisecond {
+		t.Errorf("alice's first status call took %v: it waits for news (2s)", f)
+	}
+}

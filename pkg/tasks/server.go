@@ -204,8 +204,9 @@ type Server struct {
 	tools map[string]*tool
 	impl  *mcp.Implementation
 	// jobTools registers the async-jobs companion tools, once, with the
-	// first task tool.
+	// first task tool; waits counts the status calls waiting now.
 	jobTools sync.Once
+	waits    waiting
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
