@@ -90,6 +90,14 @@ func (s *fakeStore) Get(_ context.Context, owner, id string) (*tasks.Task, error
 	return s.lookup(owner, id)
 }
 
+func (s *fakeStore) Outstanding(_ context.Context, owner, id string, _ time.Time) (map[string]json.RawMessage, error) {
+	t, err := s.lookup(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return t.InputRequests, nil
+}
+
 func (s *fakeStore) Update(_ context.Context, owner, id string, responses map[string]json.RawMessage, _ time.Time) (bool, error) {
 	t, err := s.lookup(owner, id)
 	if err != nil {

@@ -153,6 +153,12 @@ func (l *leanPath) serveTasks(r *http.Request, method string, req *leanRequest) 
 // is exact. Everything else goes to the go-sdk.
 func (l *leanPath) serveCall(w http.ResponseWriter, r *http.Request, req *leanRequest) {
 	info, ok := l.ts.TaskTool(req.name)
+	if ok && req.inputResponses != nil {
+		if err := answerShapes(req.inputResponses); err != nil {
+			writeRPC(w, req.id, nil, err)
+			return
+		}
+	}
 	if !ok || info.GatherInputFirst || info.ParamHeaders || !req.extension || req.mrtr ||
 		len(r.Header.Values("Mcp-Name")) != 1 || r.Header.Get("Mcp-Name") != req.name || hasParamHeaders(r.Header) {
 		l.next.ServeHTTP(w, r)

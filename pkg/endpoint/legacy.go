@@ -357,10 +357,24 @@ func (l *legacy) serveAnswer(w http.ResponseWriter, r *http.Request, top map[str
 	}
 	if _, err := l.ts.UpdateTask(r.Context(), l.principal(r), taskID, map[string]json.RawMessage{key: answer}); err != nil {
 		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == tasks.CodeInvalidParams {
+		if errors.As(err, &we) && we.Code == tasks.CodeInvalidParams && strings.HasPrefix(we.Message, "unknown taskId") {
 			// Unknown or foreign task: nothing to deliver to, as for a
 			// response to a request the server never sent.
 			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		if errors.As(err, &we) && we.Code == tasks.CodeInvalidParams {
+			// An answer its request refuses: nothing of it is kept, and
+			// the task waits on. The transport's refusal of a response it
+			// cannot accept is an HTTP error, with a JSON-RPC error
+			// without id in the body.
+			b, _ := marshal(struct {
+				JSONRPC string         `json:"jsonrpc"`
+				Error   *jsonrpc.Error `json:"error"`
+			}{"2.0", we})
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(b)
 			return true
 		}
 		http.Error(w, "delivering the answer failed; send it again", http.StatusServiceUnavailable)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -438,6 +439,58 @@ func TestLegacyInputRound(t *testing.T) {
 	// Another principal cannot resume it.
 	if ms := l.do(http.MethodGet, "bob", v1125, nil, "Last-Event-ID", lastEventID, "Accept", "text/event-stream").messages(t); len(ms) != 1 || ms[0].Error == nil || ms[0].Error.Code != -32602 {
 		t.Fatalf("bob resuming alice's tasks/result: %+v", ms)
+	}
+}
+
+// An answer to an elicitation/create request of a held tasks/result that
+// its request refuses (a wrong type, a content that is no object, an
+// action that is none, nesting 5,000 levels deep) gets HTTP 400 with a
+// JSON-RPC error naming the field; the task keeps waiting, and a valid
+// answer then completes it.
+func TestLegacyInvalidAnswerRefused(t *testing.T) {
+	l := newLegacyServer(t, tasks.Options{MaxDuration: 2 * time.Second, SafetyMargin: 1500 * time.Millisecond})
+	tk := l.create("alice", "ask", nil)
+	if _, err := l.srv.Advance(context.Background(), tk.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	ms := l.send("alice", v1125, call("r1", "tasks/result", map[string]any{"taskId": tk.TaskID})).messages(t)
+	if len(ms) != 1 || ms[0].Method != "elicitation/create" {
+		t.Fatalf("held tasks/result: want one elicitation/create request, got %+v", ms)
+	}
+	deep := any(true)
+	for range 5000 {
+		deep = map[string]any{"x": deep}
+	}
+	for _, c := range []struct {
+		result any
+		want   string
+	}{
+		{map[string]any{"action": "accept", "content": map[string]any{"confirm": "yes"}}, `content.confirm must be a boolean (true or false), got the string "yes"`},
+		{map[string]any{"action": "accept", "content": "yes"}, "content must be an object"},
+		{map[string]any{"action": "accept", "content": 7}, "content must be an object"},
+		{map[string]any{"action": "accept", "content": []any{}}, "content must be an object"},
+		{map[string]any{"action": "ok"}, `action must be "accept", "decline" or "cancel"`},
+		{map[string]any{"action": "accept", "content": map[string]any{"confirm": deep}}, "nested deeper than"},
+	} {
+		a := l.send("alice", v1125, map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(ms[0].ID), "result": c.result})
+		var e rpc
+		if a.status != http.StatusBadRequest || json.Unmarshal(a.body, &e) != nil || e.Error == nil || e.Error.Code != -32602 ||
+			!strings.Contains(e.Error.Message, c.want) || !strings.Contains(e.Error.Message, `"confirm"`) {
+			t.Errorf("invalid answer (%.60s): HTTP %d %.300s, want 400 with -32602 saying %q", fmt.Sprint(c.result), a.status, a.body, c.want)
+		}
+		if got := l.get("alice", tk.TaskID); got.Status != "input_required" {
+			t.Fatalf("after an invalid answer: %+v, want input_required", got)
+		}
+	}
+	valid := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(ms[0].ID), "result": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}
+	if a := l.send("alice", v1125, valid); a.status != http.StatusAccepted {
+		t.Fatalf("valid answer: HTTP %d %s", a.status, a.body)
+	}
+	if _, err := l.srv.Advance(context.Background(), tk.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.get("alice", tk.TaskID); got.Status != "completed" {
+		t.Fatalf("after the valid answer: %+v, want completed", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,14 +117,39 @@ func (s *Server) startSync(ctx context.Context, req *mcp.CallToolRequest, t *too
 			r.responses[k] = v
 		}
 	}
+	given := make(map[string]json.RawMessage, len(req.Params.InputResponses))
 	for k, v := range req.Params.InputResponses {
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%q]: %v", k, err)}
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%q] cannot be encoded", k)}
 		}
-		r.responses[k] = b
+		given[k] = b
 	}
+	// Answers to what the journal asked are checked against those
+	// requests; the rest are unsolicited, never used (see answered).
+	checked, bad := checkAnswers(r.asked(), given)
+	if bad != nil {
+		return nil, bad.rpc()
+	}
+	maps.Copy(r.responses, given)
+	maps.Copy(r.responses, checked)
 	return r, nil
+}
+
+// asked returns the input requests the journal's input steps made (key ->
+// request).
+func (r *run) asked() map[string]json.RawMessage {
+	asked := map[string]json.RawMessage{}
+	for _, e := range r.journal {
+		if e.Kind != KindInput {
+			continue
+		}
+		var reqs map[string]json.RawMessage
+		if json.Unmarshal(e.Value, &reqs) == nil {
+			maps.Copy(asked, reqs)
+		}
+	}
+	return asked
 }
 
 // inputRequired renders a suspended synchronous run as an

@@ -52,12 +52,13 @@ func ExampleServer_Listen() {
 }
 
 // The pollIntervalMs the server advises follows the task: here one that
-// sleeps for another 30 seconds.
+// sleeps for another 30 seconds, and one that has waited 10 seconds for
+// input (half its wait so far).
 func ExampleServer_PollAdvice() {
 	srv := tasks.New(&mcp.Implementation{Name: "example", Version: "1"}, nil, nil, nil, nil)
 	now := time.Now()
 	sleeping := &tasks.Task{Status: tasks.StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}
-	parked := &tasks.Task{Status: tasks.StatusInputRequired, UpdatedAt: now}
+	parked := &tasks.Task{Status: tasks.StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}
 	fmt.Println(srv.PollAdvice(sleeping, now), srv.PollAdvice(parked, now))
-	// Output: 31s 1m0s
+	// Output: 31s 5s
 }

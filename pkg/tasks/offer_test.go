@@ -302,11 +302,11 @@ func TestWithdrawnOfferIgnored(t *testing.T) {
 		if res := advanceUntilIdle(t, h, id); !res.Skipped {
 			t.Fatalf("the withdrawn offer's answer woke the task: %+v", res)
 		}
-		answer(t, h, id, map[string]any{"budget": 42})
+		answer(t, h, id, map[string]any{"budget": map[string]any{"action": "accept", "content": map[string]any{"n": 42}}})
 		if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusCompleted {
 			t.Fatalf("after the budget answer: %+v", res)
 		}
-		if got := textOf(t, h.c.Get(t, id).Result); got != "woken=true stop=false budget=true 42" {
+		if got := textOf(t, h.c.Get(t, id).Result); got != `woken=true stop=false budget=true {"action":"accept","content":{"n":42}}` {
 			t.Errorf("result %q", got)
 		}
 	})
@@ -432,7 +432,7 @@ func TestOfferMisuse(t *testing.T) {
 	}
 	id = h.create(t, "reuse", nil)
 	advanceUntilIdle(t, h, id)
-	answer(t, h, id, map[string]any{"k": 1})
+	answer(t, h, id, map[string]any{"k": map[string]any{"action": "decline"}})
 	if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusFailed {
 		t.Fatalf("reuse: %+v", res)
 	}

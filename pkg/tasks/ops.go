@@ -82,9 +82,12 @@ func (s *Server) CancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 	return &Ack{ResultType: "complete"}, nil
 }
 
-// UpdateTask answers tasks/update for owner: it delivers the responses
-// (keys the task does not wait for are ignored), enqueues the task when
-// they resume it, and returns an [*Ack]; or -32602 as for GetTask.
+// UpdateTask answers tasks/update for owner: it checks each response
+// against the outstanding request it answers (see checkAnswer) and
+// delivers them (keys the task does not take an answer for are ignored),
+// enqueues the task when they resume it, and returns an [*Ack]; -32602
+// for an invalid answer (nothing of the update is stored: the task waits
+// on, unchanged) and as for GetTask.
 func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, MethodUpdate, "", id)
 	defer func() { endSpan(span, err) }()
@@ -93,6 +96,25 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
+	requests, err := await(ctx, s.storeDirect, func(ctx context.Context) (map[string]json.RawMessage, error) {
+		return s.store.Outstanding(ctx, owner, id, s.now())
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, errUnknownTask(id)
+	}
+	if err != nil {
+		s.log.Error("tasks/update failed", "task", id, "err", err)
+		s.storeFailed(ctx, "update")
+		return nil, storeUnavailable()
+	}
+	responses, bad := checkAnswers(requests, responses)
+	if bad != nil {
+		s.log.Info("tasks/update refused an invalid answer", "task", id, "key", bad.key, "reason", bad.msg)
+		return nil, bad.rpc()
+	}
+	if len(responses) == 0 {
+		return &Ack{ResultType: "complete"}, nil // nothing outstanding answered: nothing to store
+	}
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})

@@ -13,10 +13,15 @@ import "time"
 //     has been in this state so far, at most Options.PollInterval: a task
 //     that has just moved on is looked at again soon, one that works on is
 //     looked at every PollInterval, as before;
-//   - input_required: until its input deadline when it has one ahead
-//     (plus PollInterval), else Options.PollMax: the party that answers
-//     (usually the polling client itself, which reads again right after its
-//     tasks/update) does not need the server to tell it;
+//   - input_required: half as long as the task has waited for input so
+//     far, at least PollInterval (and at most until its input deadline,
+//     when it has one ahead, plus PollInterval). A client usually reads
+//     input_required within a PollInterval of the task parking, answers
+//     (however long its user takes), waits the advice it read and reads
+//     again: a short advice then is what lets it see the answer's outcome
+//     within a second or two. A client that keeps reading an unanswered
+//     task backs off geometrically: 11 reads in the first minute with the
+//     default PollInterval, then one per Options.PollMax;
 //   - terminal: PollInterval (nothing changes any more).
 //
 // Every advice lies within [Options.PollMin, Options.PollMax]. It is
@@ -34,9 +39,9 @@ func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duratio
 	case t.Status.Terminal():
 		d = base
 	case t.Status == StatusInputRequired:
-		d = hi
+		d = max(now.Sub(t.UpdatedAt)/2, base)
 		if !t.WakeAt.IsZero() && t.WakeAt.After(now) {
-			d = min(hi, t.WakeAt.Sub(now)+base)
+			d = min(d, t.WakeAt.Sub(now)+base)
 		}
 	case !t.WakeAt.IsZero() && t.WakeAt.After(now):
 		d = t.WakeAt.Sub(now) + base

@@ -56,30 +56,44 @@ var adviceModes = []struct {
 
 // BenchmarkPollCost reports tasks/get invocations per completed task for a
 // client that waits exactly pollIntervalMs between two tasks/get, for a
-// task that sleeps 60s then finishes (nap) and one parked 10 minutes in
-// input_required, then answered (ask).
+// task that sleeps 60s then finishes (nap) and for one parked in
+// input_required (ask) that is answered after 1 minute or 10 minutes,
+// either by the polling client itself ("self": it reads input_required,
+// its user answers after that long, and it reads again after the advice it
+// last read, as the ext-tasks requester does) or by another party
+// ("other": the client goes on reading on the advice's schedule). It also
+// reports how long after the answer the client reads the outcome
+// (ms-answer-to-seen).
 //
 // Method: the server, its Redis store (real redis-server) and the advice
 // code are the real ones; only time is simulated. The server's clock
 // (Options.Now) is moved forward to each event of the schedule in order:
 // the worker's invocations (Advance, called directly as a queue-triggered
 // function would be, 100ms after each enqueue or wake time: a queue's
-// delivery delay), the answer (tasks/update at 10 min) and the client's
-// tasks/get (Server.GetTask, at the previous answer's time plus its
-// pollIntervalMs). Nothing waits in real time.
+// delivery delay), the answer (tasks/update) and the client's tasks/get
+// (Server.GetTask, at the previous answer's time plus its pollIntervalMs).
+// Nothing waits in real time.
 func BenchmarkPollCost(b *testing.B) {
 	const delivery = 100 * time.Millisecond
 	for _, mode := range adviceModes {
 		for _, sc := range []struct {
+			name     string
 			tool     string
 			answerAt time.Duration // 0: nobody answers
-		}{{"nap", 0}, {"ask", 10 * time.Minute}} {
-			b.Run(sc.tool+"/"+mode.name, func(b *testing.B) {
+			self     bool          // the polling client answers (after answerAt of thinking)
+		}{
+			{"nap", "nap", 0, false},
+			{"ask-self-1m", "ask", time.Minute, true},
+			{"ask-other-1m", "ask", time.Minute, false},
+			{"ask-other-10m", "ask", 10 * time.Minute, false},
+		} {
+			b.Run(sc.name+"/"+mode.name, func(b *testing.B) {
 				opts := mode.opts
 				opts.Logger = benchOptions().Logger
 				h := newHarness(b, "redis-server", opts, registerWaits)
 				ctx := context.Background()
 				gets := 0
+				var seen time.Duration
 				for b.Loop() {
 					start := h.clock.Now()
 					at := func(d time.Duration) { // moves the server's clock to start+d
@@ -96,7 +110,11 @@ func BenchmarkPollCost(b *testing.B) {
 					poll := time.Duration(created.PollIntervalMs) * time.Millisecond
 					next := poll
 					work := delivery // when the worker runs next; <0: not scheduled
-					answer := sc.answerAt
+					answer := time.Duration(0)
+					if !sc.self {
+						answer = sc.answerAt
+					}
+					answered := time.Duration(-1)
 					for {
 						// Events due before the client's next tasks/get, in order.
 						for (work >= 0 && work <= next) || (answer > 0 && answer <= next) {
@@ -105,6 +123,7 @@ func BenchmarkPollCost(b *testing.B) {
 								if _, err := h.srv.UpdateTask(ctx, benchOwner, id, map[string]json.RawMessage{"q": json.RawMessage(`{"action":"accept","content":{}}`)}); err != nil {
 									b.Fatal(err)
 								}
+								answered = answer
 								answer, work = 0, h.clock.Now().Sub(start)+delivery
 								continue
 							}
@@ -133,12 +152,26 @@ func BenchmarkPollCost(b *testing.B) {
 						gets++
 						d := r.(*tasks.DetailedTask)
 						if d.Status.Terminal() {
+							if answered >= 0 {
+								seen += next - answered
+							}
 							break
 						}
-						next += time.Duration(d.PollIntervalMs) * time.Millisecond
+						advice := time.Duration(d.PollIntervalMs) * time.Millisecond
+						if sc.self && d.Status == tasks.StatusInputRequired && answered < 0 {
+							// The client's user answers after thinking; the
+							// client then waits the advice it read.
+							answer = next + sc.answerAt
+							next = answer + advice
+							continue
+						}
+						next += advice
 					}
 				}
 				b.ReportMetric(float64(gets)/float64(b.N), "gets/task")
+				if sc.answerAt > 0 {
+					b.ReportMetric(float64(seen.Milliseconds())/float64(b.N), "ms-answer-to-seen")
+				}
 			})
 		}
 	}

@@ -20,9 +20,12 @@ func TestPollAdvice(t *testing.T) {
 		{"sleeping 30s more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}, 31 * time.Second},
 		{"sleeping an hour more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(time.Hour)}, hi},
 		{"wake time passed", Task{Status: StatusWorking, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, base},
-		{"parked", Task{Status: StatusInputRequired, UpdatedAt: now}, hi},
-		{"parked, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now, WakeAt: now.Add(10 * time.Second)}, 11 * time.Second},
-		{"parked, deadline passed", Task{Status: StatusInputRequired, UpdatedAt: now, WakeAt: now.Add(-time.Second)}, hi},
+		{"just parked", Task{Status: StatusInputRequired, UpdatedAt: now}, base},
+		{"parked 10s ago", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}, 5 * time.Second},
+		{"parked an hour ago", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour)}, hi},
+		{"parked, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(10 * time.Second)}, 11 * time.Second},
+		{"parked 4s ago, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-4 * time.Second), WakeAt: now.Add(10 * time.Second)}, 2 * time.Second},
+		{"parked long ago, deadline passed", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, hi},
 		{"completed", Task{Status: StatusCompleted, UpdatedAt: now}, base},
 	} {
 		if got := pollAdvice(&c.task, now, lo, base, hi); got != c.want {
@@ -48,4 +51,30 @@ func TestPollBoundsDefaults(t *testing.T) {
 			t.Errorf("%s: bounds [%v, %v], want [%v, %v]", c.comment, o.PollMin, o.PollMax, c.lo, c.hi)
 		}
 	}
+}
+
+// TestPollAdviceWhileWaitingForInput follows the advice as a client does
+// that keeps reading a task left unanswered in input_required: it reads
+// the task within a PollInterval of its parking, then after each advice.
+// It sends at most 15 reads in the first minute, and the advice it holds
+// when its user answers (it then waits that long before it reads the
+// outcome) is short at first.
+func TestPollAdviceWhileWaitingForInput(t *testing.T) {
+	o := Options{}
+	o.fill()
+	parked := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	task := Task{Status: StatusInputRequired, UpdatedAt: parked}
+	at := parked.Add(o.PollInterval) // the first read, a working poll after the parking
+	var reads []time.Duration
+	for at.Sub(parked) <= time.Minute {
+		reads = append(reads, at.Sub(parked))
+		at = at.Add(pollAdvice(&task, at, o.PollMin, o.PollInterval, o.PollMax))
+	}
+	if len(reads) > 15 {
+		t.Errorf("%d reads in the first minute of input_required (%v), want at most 15", len(reads), reads)
+	}
+	if first := pollAdvice(&task, parked.Add(o.PollInterval), o.PollMin, o.PollInterval, o.PollMax); first > 2*time.Second {
+		t.Errorf("advice at the first read of input_required %v: an answer's outcome would be seen that late", first)
+	}
+	t.Logf("reads in the first minute: %d at %v", len(reads), reads)
 }

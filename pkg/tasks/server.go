@@ -295,7 +295,9 @@ type tool struct {
 	// on first use (it encodes the schema: work a cold start that never
 	// serves the tool need not do).
 	paramHeaders func() bool
-	// resolved returns the resolved input schema (see AddTool).
+	// schema is the input schema; resolved returns it resolved (see
+	// AddTool).
+	schema   *jsonschema.Schema
 	resolved func() (*jsonschema.Resolved, error)
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
@@ -338,7 +340,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 			var in In
 			if len(args) > 0 && string(args) != "null" {
 				if err := json.Unmarshal(args, &in); err != nil {
-					return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("decoding arguments: %v", err)}
+					return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "decoding arguments: " + jsonError(err)}
 				}
 			}
 			return h(ctx, st, in)
@@ -364,7 +366,7 @@ func newTool(name string, support Support, schema *jsonschema.Schema, inferred b
 			panic(fmt.Sprintf("tasks.AddTool %q: resolving the input schema: %v", name, err))
 		}
 	}
-	return &tool{name: name, support: support, resolved: resolve,
+	return &tool{name: name, support: support, schema: schema, resolved: resolve,
 		paramHeaders: sync.OnceValue(func() bool { return usesParamHeaders(schema) })}
 }
 
@@ -531,7 +533,7 @@ func (t *tool) validateArgs(raw json.RawMessage) (json.RawMessage, *mcp.CallTool
 	var v map[string]any
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
+			return nil, toolErrorResult(errors.New("invalid arguments: they must be a JSON object, got " + describe(raw)))
 		}
 	}
 	if v == nil {
@@ -541,11 +543,8 @@ func (t *tool) validateArgs(raw json.RawMessage) (json.RawMessage, *mcp.CallTool
 	if err != nil {
 		return nil, toolErrorResult(fmt.Errorf("resolving the input schema: %v", err))
 	}
-	if err := resolved.ApplyDefaults(&v); err != nil {
-		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
-	}
-	if err := resolved.Validate(v); err != nil {
-		return nil, toolErrorResult(fmt.Errorf("validating \"arguments\": %v", err))
+	if msg := validateResolved(t.schema, resolved, &v, "arguments"); msg != "" {
+		return nil, toolErrorResult(errors.New("invalid arguments: " + msg))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -288,7 +288,7 @@ func CheckElicit[T any](s *Step, name string) (ElicitResult[T], bool, error) {
 		return r, false, nil
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, true, fmt.Errorf("check %q: decoding the response: %w", name, err)
+		return r, true, fmt.Errorf("check %q: the answer does not fit the offer's type: %s", name, jsonError(err))
 	}
 	return r, true, nil
 }
@@ -366,7 +366,7 @@ func Elicit[T any](s *Step, name, message string, opts ...InputOption) (ElicitRe
 	}
 	var r ElicitResult[T]
 	if err := json.Unmarshal(resp[name], &r); err != nil {
-		return zero, fmt.Errorf("elicit %q: decoding the response: %w", name, err)
+		return zero, fmt.Errorf("elicit %q: the answer does not fit the requested type: %s", name, jsonError(err))
 	}
 	return r, nil
 }

@@ -302,6 +302,13 @@ type Store interface {
 	// left input_required because of them (the caller then enqueues it):
 	// the input it waited for is answered, or an offer of a sleeping task.
 	Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (resumed bool, err error)
+	// Outstanding returns the input requests an answer is accepted for now
+	// (key -> request, as the engine stored it): the keys a parked task
+	// waits for (while Update would take them) and its outstanding offers,
+	// in any live status; none for a terminal task. The server checks
+	// answers against these requests before it calls Update. It answers
+	// ErrNotFound as Get does.
+	Outstanding(ctx context.Context, owner, id string, now time.Time) (map[string]json.RawMessage, error)
 	// Cancel asks for cancellation and returns the status afterwards;
 	// ended reports whether this call made the task terminal (false when
 	// it already was, or when a worker holds it and only CancelRequested

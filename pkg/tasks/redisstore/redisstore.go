@@ -703,6 +703,36 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 	return t, nil
 }
 
+// Outstanding implements tasks.Store: one read-only script, the owner
+// compared inside Redis.
+func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time) (map[string]json.RawMessage, error) {
+	if owner == "" || !tasks.ValidID(id) {
+		return nil, tasks.ErrNotFound
+	}
+	t, p, _, _ := s.keys(id)
+	arr, err := outstandingScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	if rueidis.IsRedisNil(err) {
+		return nil, tasks.ErrNotFound
+	}
+	if err == nil && len(arr) != 2 {
+		err = errors.New("unexpected reply")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: outstanding %s: %w", id, err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, m := range arr {
+		kv, err := m.AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: outstanding %s: %w", id, err)
+		}
+		for k, v := range kv {
+			out[k] = json.RawMessage(v)
+		}
+	}
+	return out, nil
+}
+
 // Update implements tasks.Store.
 //
 // Only the owner's update may touch the task's entry in the due index (a

@@ -191,6 +191,22 @@ if st ~= 'input_required' then return {h} end
 return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
 
+// outstandingScript: KEYS t p o; ARGV owner now. Returns false when the
+// task is missing or foreign, else {waited-for input hash, offers hash}:
+// the requests Update would take an answer for (the first empty unless the
+// task is parked before its deadline, as updateScript decides it; both
+// empty for a terminal task). Read-only, so retryable.
+var outstandingScript = newScript(luaTerminal+`
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease')
+if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
+if terminal(h[2]) then return {{}, {}} end
+local wake = tonumber(h[3] or '0')
+local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
+local p = {}
+if parked then p = redis.call('HGETALL', KEYS[2]) end
+return {p, redis.call('HGETALL', KEYS[3])}
+`, true)
+
 // rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
 // compare-and-set on one task's due time (one key: Cluster-safe).
 var rescheduleScript = newScript(`
