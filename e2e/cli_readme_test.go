@@ -77,8 +77,8 @@ func TestReadmeCallIt(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	blocks := callItBlocks(t)
-	if len(blocks) != 2 {
-		t.Fatalf("the Call it section has %d sh blocks, want 2 (curl, then mcptasks)", len(blocks))
+	if len(blocks) != 3 {
+		t.Fatalf("the Call it section has %d sh blocks, want 3 (curl, mcptasks, then curl without the extension)", len(blocks))
 	}
 	url := cliServer(t, "examples")
 
@@ -92,6 +92,19 @@ func TestReadmeCallIt(t *testing.T) {
 		got := `"resultType":"complete","taskId":"` + created[1] + `","status":"working"`
 		if !strings.Contains(out, got) {
 			t.Errorf("no tasks/get answer %s in:\n%s", got, out)
+		}
+	})
+	t.Run("jobs", func(t *testing.T) {
+		t.Parallel()
+		out := runBlock(t, blocks[2], url)
+		job := regexp.MustCompile(`"resultType":"complete","content":\[\{"type":"text","text":"slow_compute continues as background job ([^ ,]+),`).FindStringSubmatch(out)
+		if job == nil || !strings.Contains(out, `"structuredContent":{"taskId":"`+job[1]+`"`) {
+			t.Fatalf("no job handle in:\n%s", out)
+		}
+		for _, want := range []string{`Job ` + job[1] + ` (slow_compute) is still working`, `Job ` + job[1] + ` (slow_compute) is cancelled.`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the output lacks %q:\n%s", want, out)
+			}
 		}
 	})
 	t.Run("mcptasks", func(t *testing.T) {

@@ -318,7 +318,10 @@ func clientScenarios(t *testing.T, ex, conf *clientServer) {
 		c, wire := newTaskClient(conf)
 		res, err := c.Call(context.Background(), "multi_input", nil,
 			client.OnInput(func(_ context.Context, req *client.InputRequest) (any, error) {
-				return map[string]any{"action": "accept", "content": map[string]any{"name": "gemini", "confirm": false}}, nil
+				if req.Key == "launch" {
+					return map[string]any{"action": "accept", "content": map[string]any{"confirm": false}}, nil
+				}
+				return map[string]any{"action": "accept", "content": map[string]any{"name": "gemini"}}, nil
 			}))
 		if err != nil {
 			t.Fatal(err)

@@ -17,7 +17,8 @@ import (
 // (callToolStream with a task, its status updates and result; an input
 // round through elicitation; listTasks per principal; cancelTask;
 // getTaskResult, also of a task that outlasts an invocation's budget),
-// inline calls (elicitation declared or not, a 70 s sleep refused at once)
+// inline calls (elicitation declared or not: without it the call becomes a
+// background job, as does a 70 s sleep, answered at once)
 // and -32601 for an unknown method. The script checks what the client
 // sees; this test then reads the same tasks on 2026-07-28.
 func TestTypeScriptSDKOn20251125(t *testing.T) {
@@ -40,10 +41,11 @@ func TestTypeScriptSDKOn20251125(t *testing.T) {
 		ComputeTask string `json:"computeTask"`
 		ConfirmTask string `json:"confirmTask"`
 		HeldTask    string `json:"heldTask"`
-		Refused     struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"refused"`
+		AskJob      string `json:"noElicitationJob"`
+		LongJob     struct {
+			TaskID string `json:"taskId"`
+			Ms     int    `json:"ms"`
+		} `json:"longJob"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil || report.ComputeTask == "" || report.HeldTask == "" {
 		t.Fatalf("report %s: %v", out, err)
@@ -63,11 +65,16 @@ func TestTypeScriptSDKOn20251125(t *testing.T) {
 			t.Errorf("bob's 2026-07-28 tasks/get of alice's task %s: %+v", id, r)
 		}
 	}
-	// The 70 s inline call was refused by its known length, and logged.
-	if report.Refused.Code != -32603 || !strings.Contains(report.Refused.Message, `sleeps 1m10s (step "compute")`) {
-		t.Errorf("70 s inline slow_compute refused with %+v", report.Refused)
+	// The 70 s inline call and the input round without elicitation went on
+	// as background jobs, which are tasks of their caller: bob's asks for
+	// confirmation, alice's sleeps.
+	if got := alice.Get(t, report.LongJob.TaskID); got.Status != "working" {
+		t.Errorf("the 70 s job: %+v", got)
 	}
-	if !strings.Contains(api.Log(), "inline call refused") {
-		t.Errorf("the endpoint did not log the refusal:\n%s", api.Log())
+	if got := bob.WaitFor(t, report.AskJob, 10*time.Second, func(tk task) bool { return tk.Status != "working" }); got.Status != "input_required" {
+		t.Errorf("the job without elicitation: %+v", got)
+	}
+	if !strings.Contains(api.Log(), "call continues as a background job") {
+		t.Errorf("the endpoint did not log the jobs:\n%s", api.Log())
 	}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: local server, requests served at once (default 256)
 	SweepEvery       time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
 	Visibility       time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
+	// NoJobs is MCPTASKS_JOBS=off: the async-jobs fallback for clients
+	// without the tasks extension is off (tasks.JobOptions.Disable).
+	NoJobs bool
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
 	// then runs anonymously (local development only).
@@ -242,6 +245,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("MCPTASKS_MAX_LIVE_TASKS=%q: want a number of tasks (0: unlimited)", v))
 		}
 		c.MaxLiveTasks = n
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("MCPTASKS_JOBS"))); v {
+	case "", "on", "true", "1":
+	case "off", "false", "0":
+		c.NoJobs = true
+	default:
+		errs = append(errs, fmt.Errorf("MCPTASKS_JOBS=%q: want on or off", v))
 	}
 	dur("MCPTASKS_READ_TIMEOUT", &c.ReadTimeout, 30*time.Second)
 	dur("MCPTASKS_STORE_TIMEOUT", &c.StoreTimeout, 5*time.Second)
@@ -622,6 +632,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Anonymous:          !cfg.AuthEnabled,
 		TracerProvider:     tel.TracerProvider,
 		MeterProvider:      tel.MeterProvider,
+		Jobs:               tasks.JobOptions{Disable: cfg.NoJobs},
 	}
 	if app.Options != nil {
 		app.Options(&topts)

@@ -184,6 +184,31 @@ func TestMaxLiveTasks(t *testing.T) {
 	}
 }
 
+// MCPTASKS_JOBS=off reaches the tasks server (the async-jobs fallback is
+// on by default); a bad value is refused.
+func TestJobsSwitch(t *testing.T) {
+	t.Parallel()
+	for v, off := range map[string]bool{"": false, "on": false, "off": true, "OFF ": true, "0": true} {
+		cfg, err := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": v}))
+		if err != nil || cfg.NoJobs != off {
+			t.Errorf("MCPTASKS_JOBS=%q: NoJobs %v, %v; want %v", v, cfg.NoJobs, err, off)
+		}
+	}
+	cfg, _ := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": "off"}))
+	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if !b.Tasks.Options().Jobs.Disable {
+		t.Errorf("MCPTASKS_JOBS=off: the tasks server serves the fallback")
+	}
+	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": "maybe"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_JOBS") {
+		t.Errorf("maybe: %v", err)
+	}
+}
+
 // A key prefix with a brace is refused: it would put every task's keys in
 // one Redis Cluster slot.
 func TestFromEnvKeyPrefix(t *testing.T) {

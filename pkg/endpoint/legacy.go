@@ -277,10 +277,12 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		res, err := tasks.LegacyOutcome(t, !inline)
 		s.message(response(id, res, err))
 	case refusal != "":
-		s.message(response(id, nil, l.ts.RefuseHeld(r.Context(), owner, t, refusal)))
+		res, err := l.ts.RefuseHeld(r.Context(), owner, t, refusal)
+		s.message(response(id, res, err))
 	case t != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		if inline {
-			s.message(response(id, nil, l.ts.RefuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")))
+			res, err := l.ts.RefuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")
+			s.message(response(id, res, err))
 			return
 		}
 		s.retry(resumeRetryMs) // the stream ends; the client resumes it

@@ -222,8 +222,18 @@ func TestLegacyToolsList(t *testing.T) {
 			} `json:"execution"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal(l.send("alice", v1125, call(1, "tools/list", nil)).one(t).Result, &res); err != nil {
+	raw := l.send("alice", v1125, call(1, "tools/list", nil)).one(t).Result
+	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
+	}
+	// No field of 2026-07-28 (the go-sdk sets the cache fields on every
+	// revision).
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &top)
+	for _, f := range []string{"ttlMs", "cacheScope", "resultType"} {
+		if _, ok := top[f]; ok {
+			t.Errorf("2025-11-25 tools/list carries %s", f)
+		}
 	}
 	got := map[string]string{}
 	for _, tl := range res.Tools {
@@ -232,7 +242,7 @@ func TestLegacyToolsList(t *testing.T) {
 			got[tl.Name] = tl.Execution.TaskSupport
 		}
 	}
-	for name, want := range map[string]string{"job": "optional", "must": "required", "plain": "none", "ask": "optional"} {
+	for name, want := range map[string]string{"job": "optional", "must": "required", "plain": "none", "ask": "optional", "task_status": "none"} {
 		if got[name] != want {
 			t.Errorf("tool %s: taskSupport %q, want %q (all %v)", name, got[name], want, got)
 		}
@@ -504,31 +514,56 @@ func (l *legacyServer) get(principal, id string) legacyTask {
 }
 
 // Inline calls of task tools on 2025-11-25: a result has content (never
-// null) and no resultType; a tool that asks for input answers -32600
-// without the elicitation capability in the session; one that sleeps past
-// the budget is refused at once with -32603.
+// null) and no resultType. What cannot finish within the call (a tool
+// that asks for input without the elicitation capability in the session,
+// one that sleeps past the budget) continues as a background job whose
+// handle is the result; without the async-jobs fallback they answer
+// -32600 and -32603, at once.
 func TestLegacyInlineCalls(t *testing.T) {
-	l := newLegacyServer(t, tasks.Options{})
-	m := l.send("alice", v1125, call(1, "tools/call", map[string]any{"name": "job", "arguments": map[string]any{"end": "x"}})).one(t)
-	var res struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		ResultType *string `json:"resultType"`
-	}
-	if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Content) != 1 || res.Content[0].Text != "ran <x>" || res.ResultType != nil {
-		t.Fatalf("inline job: %s %+v", m.Result, m.Error)
-	}
-	init := l.send("alice", "", call(1, "initialize", map[string]any{
-		"protocolVersion": v1125, "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{},
-	}))
-	sid := init.header.Get("Mcp-Session-Id")
-	if m := l.send("alice", v1125, call(2, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}}), "Mcp-Session-Id", sid).one(t); m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "elicitation") {
-		t.Errorf("inline ask without elicitation: %+v", m)
-	}
-	if m := l.send("alice", v1125, call(3, "tools/call", map[string]any{"name": "nap", "arguments": map[string]any{}})).one(t); m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, "sleeps 1h0m0s") {
-		t.Errorf("inline nap: %+v", m)
+	for _, jobs := range []bool{true, false} {
+		l := newLegacyServer(t, tasks.Options{Jobs: tasks.JobOptions{Disable: !jobs}})
+		m := l.send("alice", v1125, call(1, "tools/call", map[string]any{"name": "job", "arguments": map[string]any{"end": "x"}})).one(t)
+		var res struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			ResultType *string `json:"resultType"`
+			Structured struct {
+				TaskID string `json:"taskId"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(m.Result, &res); err != nil || len(res.Content) != 1 || res.Content[0].Text != "ran <x>" || res.ResultType != nil {
+			t.Fatalf("inline job: %s %+v", m.Result, m.Error)
+		}
+		init := l.send("alice", "", call(1, "initialize", map[string]any{
+			"protocolVersion": v1125, "clientInfo": map[string]any{"name": "t", "version": "1"}, "capabilities": map[string]any{},
+		}))
+		sid := init.header.Get("Mcp-Session-Id")
+		for _, c := range []struct {
+			tool, refusal string
+			code          int64
+		}{
+			{"ask", "elicitation", -32600},
+			{"nap", "sleeps 1h0m0s", -32603},
+		} {
+			m := l.send("alice", v1125, call(2, "tools/call", map[string]any{"name": c.tool, "arguments": map[string]any{}}), "Mcp-Session-Id", sid).one(t)
+			if !jobs {
+				if m.Error == nil || m.Error.Code != c.code || !strings.Contains(m.Error.Message, c.refusal) {
+					t.Errorf("inline %s without the fallback: %+v, want %d saying %q", c.tool, m, c.code, c.refusal)
+				}
+				continue
+			}
+			res.Structured.TaskID, res.ResultType = "", nil
+			if m.Error != nil || json.Unmarshal(m.Result, &res) != nil || res.Structured.TaskID == "" || res.ResultType != nil ||
+				!strings.Contains(res.Content[0].Text, "background job "+res.Structured.TaskID) {
+				t.Errorf("inline %s: %s %+v, want a background job's handle", c.tool, m.Result, m.Error)
+				continue
+			}
+			if got := l.get("alice", res.Structured.TaskID); got.Status != "working" {
+				t.Errorf("inline %s: its job %+v", c.tool, got)
+			}
+		}
 	}
 }
 

@@ -25,8 +25,9 @@ import (
 //   - elicitation/create: an object whose action is "accept", "decline"
 //     or "cancel"; an accepted form answer's content is an object valid
 //     against the request's requestedSchema, with the validator that
-//     checks tool arguments (defaults applied). Content of a declined or
-//     cancelled answer, or of a URL-mode one, is dropped.
+//     checks tool arguments (defaults applied; fields a closed form does
+//     not have dropped). Content of a declined or cancelled answer, or of
+//     a URL-mode one, is dropped.
 //   - sampling/createMessage: an object with a role, a model and content.
 //   - roots/list: an object whose roots is an array of objects with a uri.
 //   - anything else: an object.
@@ -169,6 +170,18 @@ func checkElicitation(key string, params json.RawMessage, ans map[string]json.Ra
 		var schema jsonschema.Schema
 		if err := json.Unmarshal(p.RequestedSchema, &schema); err != nil {
 			return bad("the request's schema cannot be read") // the tool's own schema: the server's fault
+		}
+		// Fields the form does not have are dropped, not refused: clients
+		// (the conformance suite among them) send one content for several
+		// forms, and elicitation schemas are flat, so nothing the form
+		// asks for can hide in them.
+		if schema.AdditionalProperties != nil && isFalseSchema(schema.AdditionalProperties) {
+			for k := range v {
+				if _, ok := schema.Properties[k]; !ok {
+					delete(v, k)
+				}
+			}
+			given = true
 		}
 		if msg := validateValue(&schema, &v, "content"); msg != "" {
 			return bad("%s", msg)

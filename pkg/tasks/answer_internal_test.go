@@ -11,12 +11,13 @@ import (
 // an accepted one with its schema's defaults.
 func TestCheckAnswer(t *testing.T) {
 	form := `{"method":"elicitation/create","params":{"mode":"form","message":"?","requestedSchema":{"type":"object",` +
-		`"properties":{"n":{"type":"integer","default":3},"color":{"type":"string","enum":["red","blue"]}},"required":["color"]}}}`
+		`"properties":{"n":{"type":"integer","default":3},"color":{"type":"string","enum":["red","blue"]}},"required":["color"],"additionalProperties":false}}}`
 	for _, c := range []struct {
 		name, req, ans string
 		want           string // the stored answer, or "!" and the refusal's words
 	}{
 		{"accept", form, `{"action":"accept","content":{"color":"red"}}`, `{"action":"accept","content":{"color":"red","n":3}}`},
+		{"unknown fields dropped", form, `{"action":"accept","content":{"color":"red","x":1}}`, `{"action":"accept","content":{"color":"red","n":3}}`},
 		{"decline drops content", form, `{"action":"decline","content":{"junk":1}}`, `{"action":"decline"}`},
 		{"cancel", form, `{"action":"cancel"}`, `{"action":"cancel"}`},
 		{"enum", form, `{"action":"accept","content":{"color":"green"}}`, `!content.color must be one of "red", "blue", got the string "green"`},

@@ -802,23 +802,49 @@ func TestUnsolicitedAnswersIgnored(t *testing.T) {
 	}
 }
 
-// An inline run is bounded by the invocation's budget: a sleep past it ends
-// the call with a JSON-RPC error instead of holding the request.
+// An inline run is bounded by the invocation's budget: without the
+// async-jobs fallback, a sleep past it ends the call at once with -32021
+// (it needs a task) instead of holding the request; with it (the default),
+// the call answers at once with a background job's handle.
 func TestInlineRunIsBounded(t *testing.T) {
-	h := newHarness(t, "embedded", tasks.Options{MaxDuration: 2 * time.Second}, func(s *tasks.Server) {
-		tasks.AddTool(s, &mcp.Tool{Name: "long_nap", Description: "naps an hour"}, tasks.Optional,
-			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
-				return text("woke"), st.Sleep("nap", time.Hour)
-			})
-	})
-	in := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(h.c.URL, "http://"), "/mcp"), false)
-	r := in.Call(t, "tools/call", map[string]any{"name": "long_nap", "arguments": map[string]any{}})
-	if r.Error == nil || r.Error.Code != -32603 {
-		t.Fatalf("inline hour-long sleep: %+v, want a -32603 error", r)
-	}
-	// Refused at once, saying why, not after holding until the deadline.
-	if !strings.Contains(r.Error.Message, "sleeps 1h0m0s") || !strings.Contains(r.Error.Message, "call it as a task") {
-		t.Fatalf("inline hour-long sleep: error %q does not say the sleep outlasts the budget", r.Error.Message)
+	for _, jobs := range []bool{false, true} {
+		h := newHarness(t, "embedded", tasks.Options{MaxDuration: 2 * time.Second, Jobs: tasks.JobOptions{Disable: !jobs}}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "long_nap", Description: "naps an hour"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					return text("woke"), st.Sleep("nap", time.Hour)
+				})
+		})
+		in := mcptest.NewClient(strings.TrimSuffix(strings.TrimPrefix(h.c.URL, "http://"), "/mcp"), false)
+		began := time.Now()
+		r := in.Call(t, "tools/call", map[string]any{"name": "long_nap", "arguments": map[string]any{}})
+		if took := time.Since(began); took > time.Second {
+			t.Errorf("jobs=%v: the call held the request %v; it is answered at once", jobs, took)
+		}
+		if !jobs {
+			if r.Error == nil || r.Error.Code != -32021 {
+				t.Fatalf("inline hour-long sleep: %+v, want a -32021 error", r)
+			}
+			// Refused at once, saying why.
+			if !strings.Contains(r.Error.Message, "sleeps 1h0m0s") || !strings.Contains(r.Error.Message, "call it as a task") {
+				t.Fatalf("inline hour-long sleep: error %q does not say the sleep outlasts the budget", r.Error.Message)
+			}
+			continue
+		}
+		var job struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Structured struct {
+				TaskID string `json:"taskId"`
+			} `json:"structuredContent"`
+		}
+		r.Decode(t, &job)
+		if job.Structured.TaskID == "" || !strings.Contains(job.Content[0].Text, "sleeps 1h0m0s") {
+			t.Fatalf("inline hour-long sleep with the fallback: %s, want a job's handle", r.Result)
+		}
+		if tk := h.c.Get(t, job.Structured.TaskID); tk.Status != "working" {
+			t.Fatalf("the job: %+v", tk)
+		}
 	}
 }
 

@@ -171,27 +171,74 @@ func (s *Server) inputRequired(r *run, t *tool, owner string, args json.RawMessa
 	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
 }
 
+// callWithout answers a tools/call of the task tool t from a client that
+// did not declare the extension on the request: the tool runs inline, and
+// continues as a background job when it cannot finish within the call (see
+// jobs.go), or the call is refused when the fallback does not serve it. On
+// 2026-07-28 the answer has its wire shape (content never null, an
+// InputRequiredResult without content); older revisions get the go-sdk's
+// CallToolResult, which it renders for them.
+func (s *Server) callWithout(ctx context.Context, req *mcp.CallToolRequest, t *tool) (mcp.Result, error) {
+	modern := req.ProtocolVersion() >= ProtocolVersion
+	res, err := s.callInline(ctx, req, t, modern)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	if !modern {
+		return res, nil
+	}
+	return middlewareCallResult(res), nil
+}
+
 // callInline runs a task tool within the request, for a client that did
 // not declare the extension: steps run in-process, sleeps sleep, and input
-// goes over MRTR rounds.
-func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *tool) (*mcp.CallToolResult, error) {
+// goes over MRTR rounds to a client on 2026-07-28 (modern) that declared
+// the capabilities its requests need. What cannot finish within the call
+// continues as a job, or is refused.
+func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *tool, modern bool) (*mcp.CallToolResult, error) {
 	args, bad := t.validateArgs(req.Params.Arguments)
 	if bad != nil {
 		return bad, nil
 	}
 	owner := s.principal(ctx, req.GetExtra())
+	jobs := s.jobsFor(t)
+	switch {
+	case t.support == Required:
+		// The extension's rule: a request the server cannot serve without
+		// a task is answered -32021.
+		return nil, missingCapability()
+	case jobs && t.background:
+		return s.startJob(ctx, t, owner, args, nil, nil, "it runs in the background", nil)
+	}
 	// An inline run answers within the invocation's budget, like a worker
-	// step: a sleep past it ends the call with an error, not a hang.
-	ctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
+	// step: what would outlast it continues as a job, or ends the call
+	// with an error, never a hang.
+	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())
 	defer cancel()
-	r, err := s.startSync(ctx, req, t, modeInline, owner, args)
+	r, err := s.startSync(rctx, req, t, modeInline, owner, args)
 	if err != nil {
 		return nil, err
+	}
+	r.jobs, r.minStep = jobs, s.opts.MinStepTime
+	r.refuse = func(why string) error {
+		if !modern {
+			return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf("tool %s cannot finish within this call: %s; call it as a task instead", t.name, why)}
+		}
+		return needsTaskError(t.name, why)
 	}
 	out := execute(r, t.bind(args))
 	switch {
 	case out.susp != nil && out.susp.kind == suspendInput:
-		return s.inputRequired(r, t, owner, args, out.susp.park)
+		if modern && canAnswer(req.ClientCapabilities(), out.susp.park) {
+			return s.inputRequired(r, t, owner, args, out.susp.park)
+		}
+		if jobs {
+			return s.startJob(ctx, t, owner, args, r.journal, r.answered(),
+				"it asks for input that this client cannot give within the call", out.susp.park)
+		}
+		return nil, cannotAsk(t.name, out.susp.park, modern)
+	case out.susp != nil && out.susp.kind == suspendNeedTask:
+		return s.startJob(ctx, t, owner, args, r.journal, r.answered(), out.susp.why, nil)
 	case out.susp != nil:
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of an inline run"}
 	case out.failure != nil:

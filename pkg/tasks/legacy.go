@@ -357,38 +357,50 @@ type InlineOutcome struct {
 
 // CallLegacyInline runs the task tool named tool inline for a client on
 // an older revision (a tools/call without a task, for owner): within the
-// invocation's budget, sleeps really sleep, and a sleep that cannot end
-// within the budget fails the call at once. When the handler asks for
+// invocation's budget, sleeps really sleep. When the handler asks for
 // input and the client declared elicitation, the run so far becomes a
 // task (its steps journaled, nothing run twice) whose input requests the
 // transport sends as elicitation/create requests and whose answers,
-// delivered on any instance through [Server.UpdateTask], resume it; without
-// elicitation the call answers -32600. A Required tool answers -32601, as
-// 2025-11-25 asks of a tool that must run as a task.
+// delivered on any instance through [Server.UpdateTask], resume it. What
+// cannot finish within the call (a sleep past the budget, input without
+// elicitation, a [Background] tool) continues as a background
+// job (see jobs.go), whose handle is the call's result; where the
+// async-jobs fallback does not serve the tool, a sleep past the budget
+// fails the call at once (-32603) and input without elicitation answers
+// -32600. A Required tool answers -32601, as 2025-11-25 asks of a tool
+// that must run as a task.
 func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args json.RawMessage, elicitation bool) InlineOutcome {
 	t := s.tools[tool]
 	if t == nil {
 		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task tool " + tool}}
 	}
+	jobs := s.jobsFor(t)
 	if t.support == Required {
 		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: "tool " + tool + " runs only as a task: call it with params.task"}}
 	}
 	valid, bad := t.validateArgs(args)
 	if bad != nil {
-		b, err := encodeResult(bad)
-		if err != nil {
-			return InlineOutcome{Err: err}
-		}
-		res, err := newLegacyCallResult(b)
-		return InlineOutcome{Result: res, Err: err}
+		return legacyInlineResult(bad, nil)
+	}
+	if jobs && t.background {
+		return legacyInlineResult(s.startJob(ctx, t, owner, valid, nil, nil, "it runs in the background", nil))
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())
 	defer cancel()
 	r := &run{ctx: rctx, mode: modeInline, now: s.now, responses: map[string]json.RawMessage{}, maxValue: s.opts.MaxResultBytes,
-		log: s.log, tool: t.name, stepDefaults: t.stepDefaults}
+		log: s.log, tool: t.name, stepDefaults: t.stepDefaults, jobs: jobs, minStep: s.opts.MinStepTime,
+		refuse: func(why string) error {
+			return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
+				"tool %s cannot finish within this call: %s; call it as a task (params.task) instead", tool, why)}
+		}}
 	out := execute(r, t.bind(valid))
 	switch {
+	case out.susp != nil && out.susp.kind == suspendInput && !elicitation && jobs:
+		return legacyInlineResult(s.startJob(ctx, t, owner, valid, r.journal, r.answered(),
+			"it asks for input through elicitation, which this client did not declare", out.susp.park))
+	case out.susp != nil && out.susp.kind == suspendNeedTask:
+		return legacyInlineResult(s.startJob(ctx, t, owner, valid, r.journal, r.answered(), out.susp.why, nil))
 	case out.susp != nil && out.susp.kind == suspendInput:
 		if !elicitation {
 			return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
@@ -412,25 +424,46 @@ func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args 
 	case out.err != nil:
 		return InlineOutcome{Err: asWireError(out.err)}
 	}
-	b, err := encodeResult(out.result)
+	return legacyInlineResult(out.result, nil)
+}
+
+// legacyInlineResult renders the outcome of an inline call for
+// 2025-11-25: res as a CallToolResult of that revision, or err.
+func legacyInlineResult(res *mcp.CallToolResult, err error) InlineOutcome {
 	if err != nil {
 		return InlineOutcome{Err: err}
 	}
-	res, err := newLegacyCallResult(b)
-	return InlineOutcome{Result: res, Err: err}
+	b, err := encodeResult(res)
+	if err != nil {
+		return InlineOutcome{Err: err}
+	}
+	lr, err := newLegacyCallResult(b)
+	return InlineOutcome{Result: lr, Err: err}
 }
 
-// RefuseHeld ends a task that carried an inline call's input rounds when
-// the call cannot finish within its budget: the task is cancelled (the
+// RefuseHeld answers an inline call whose input rounds a task carries
+// when the call cannot finish within its budget (why says what it waits
+// for). Under the async-jobs fallback the task goes on as a background
+// job, and its handle is the answer; else the task is cancelled (the
 // client will never read it), the refusal logged, and the error to answer
 // the call with returned.
-func (s *Server) RefuseHeld(ctx context.Context, owner string, t *Task, why string) error {
+func (s *Server) RefuseHeld(ctx context.Context, owner string, t *Task, why string) (mcp.Result, error) {
+	if tt := s.tools[t.Tool]; tt != nil && s.jobsFor(tt) {
+		return legacyHeldJob(s.jobAnswer(t))
+	}
 	if _, err := s.CancelTask(context.WithoutCancel(ctx), owner, t.ID); err != nil {
 		s.log.Warn("cancelling a refused inline task failed", "task", t.ID, "err", err)
 	}
 	s.log.Warn("inline call refused: it cannot finish within the invocation's budget",
 		slog.String("tool", t.Tool), slog.String("task", t.ID), slog.String("reason", why), slog.Duration("budget", s.HoldBudget()))
-	return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
+	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
 		"tool %s cannot finish within this call's budget of %s (%s); call it as a task (params.task) instead",
 		t.Tool, s.HoldBudget().Round(time.Second), why)}
+}
+
+// legacyHeldJob renders a held call's job state (jobAnswer) as the
+// call's 2025-11-25 result.
+func legacyHeldJob(res *mcp.CallToolResult) (mcp.Result, error) {
+	out := legacyInlineResult(res, nil)
+	return out.Result, out.Err
 }

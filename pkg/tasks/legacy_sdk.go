@@ -26,15 +26,44 @@ func (s *Server) legacyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "tools/list":
 			ss, ok := req.GetSession().(*mcp.ServerSession)
-			if !ok || ss.InitializeParams() == nil || ss.InitializeParams().ProtocolVersion != LegacyProtocolVersion {
-				break
+			if ok && ss.InitializeParams() != nil && ss.InitializeParams().ProtocolVersion == LegacyProtocolVersion {
+				if lr, ok := res.(*mcp.ListToolsResult); ok {
+					return uncached{s.legacyTools(lr)}, nil
+				}
 			}
-			if lr, ok := res.(*mcp.ListToolsResult); ok {
-				return s.legacyTools(lr), nil
-			}
+		}
+		if _, ok := res.(mcp.CacheableResult); ok && olderRevision(req) {
+			return uncached{res}, nil
 		}
 		return res, nil
 	}
+}
+
+// olderRevision reports whether req comes from a client on a revision
+// before ProtocolVersion (or one that names none).
+func olderRevision(req mcp.Request) bool {
+	v, ok := req.(interface{ ProtocolVersion() string })
+	return ok && v.ProtocolVersion() < ProtocolVersion
+}
+
+// uncached is a result without the 2026-07-28 cache fields (ttlMs,
+// cacheScope), which the go-sdk sets on list results of every revision:
+// older revisions have no such fields.
+type uncached struct{ mcp.Result }
+
+// MarshalJSON encodes the result without ttlMs and cacheScope.
+func (u uncached) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(u.Result)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return b, nil
+	}
+	delete(m, "ttlMs")
+	delete(m, "cacheScope")
+	return json.Marshal(m)
 }
 
 // legacyCapabilities are the server capabilities of a 2025-11-25 session:

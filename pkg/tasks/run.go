@@ -57,6 +57,9 @@ type suspend struct {
 	// offers are the offers outstanding when the run parked or slept (see
 	// openOffers).
 	offers []string
+	// why says what a synchronous run cannot do within its call, for a
+	// suspendNeedTask of an inline run (see needTask).
+	why string
 }
 
 // nondeterminism is raised when the handler's steps no longer match the
@@ -91,6 +94,14 @@ type run struct {
 	maxValue int
 	// stepDefaults is the tool's step policy (StepDefaults).
 	stepDefaults []DoOption
+
+	// inline only: what happens when the run cannot go on within its
+	// call (see needTask). With jobs, it goes on as a task (the async-jobs
+	// fallback); without, refuse gives the error to answer the call with.
+	// minStep is the budget a new step needs left (Options.MinStepTime).
+	jobs    bool
+	refuse  func(why string) error
+	minStep time.Duration
 
 	// durable only
 	w        *worker
@@ -230,6 +241,9 @@ func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMes
 }
 
 func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if left, ok := r.budgetLeft(); ok && r.jobs && left < r.minStep {
+		return nil, r.needTask(fmt.Sprintf("its step %q would start with only %s of this call's budget left", name, left.Round(time.Millisecond)))
+	}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := r.ctx, context.CancelFunc(func() {})
 		if o.timeout > 0 {
@@ -244,11 +258,19 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 			return v, nil
 		}
 		var perm *permanentError
+		if r.jobs && errors.Is(r.ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &perm) {
+			// Cut short by the call's budget: the task runs it again.
+			return nil, r.needTask(fmt.Sprintf("its step %q did not finish within this call's budget", name))
+		}
 		if errors.As(err, &perm) || attempt >= o.attempts || r.ctx.Err() != nil {
 			r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error()})
 			return nil, &StepError{Step: name, Message: err.Error()}
 		}
-		t := time.NewTimer(o.backoff(attempt))
+		wait := o.backoff(attempt)
+		if left, ok := r.budgetLeft(); ok && r.jobs && wait+r.minStep > left {
+			return nil, r.needTask(fmt.Sprintf("its step %q failed and is retried in %s, past this call's budget", name, wait.Round(time.Millisecond)))
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-r.ctx.Done():
 			t.Stop()
@@ -330,7 +352,8 @@ func (r *run) sleepOn(name string, at, now time.Time) error {
 	}
 	if r.mode != modeDurable {
 		if dl, ok := r.ctx.Deadline(); ok && at.After(dl) {
-			return r.refuseSleep(name, at.Sub(now), dl.Sub(now))
+			return r.needTask(fmt.Sprintf("it sleeps %s (step %q), longer than the %s this call has left",
+				at.Sub(now).Round(time.Millisecond), name, dl.Sub(now).Round(time.Second)))
 		}
 		return sleepCtx(r.ctx, at.Sub(now)) // offers are never answered inline
 	}
@@ -482,17 +505,32 @@ func (r *run) withdraw(name string) {
 	r.appendEntry(Entry{Name: name, Kind: KindWithdraw})
 }
 
-// refuseSleep fails an inline sleep that would outlast the call's budget
-// at once (and logs it), instead of sleeping until the deadline: its
-// length is known now.
-func (r *run) refuseSleep(name string, d, left time.Duration) error {
-	if r.log != nil {
-		r.log.Warn("inline call refused: a sleep outlasts the call's budget",
-			"tool", r.tool, "sleep", name, "duration", d, "budget_left", left)
+// needTask is what an inline run does when it cannot go on within its
+// call (why says what it cannot do): with the async-jobs fallback it
+// unwinds, and the call continues the run as a task; without, the call is
+// refused at once (and the refusal logged) instead of holding the request
+// until its deadline.
+func (r *run) needTask(why string) error {
+	if r.jobs {
+		panic(suspend{kind: suspendNeedTask, why: why})
 	}
-	return &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
-		"tool %s sleeps %s (step %q), longer than the %s this call has left; call it as a task instead",
-		r.tool, d.Round(time.Millisecond), name, left.Round(time.Second))}
+	if r.log != nil {
+		r.log.Warn("inline call refused: it cannot finish within the call's budget", "tool", r.tool, "reason", why)
+	}
+	if r.refuse == nil {
+		return &jsonrpc.Error{Code: CodeInternalError, Message: "tool " + r.tool + " cannot finish within this call: " + why}
+	}
+	return r.refuse(why)
+}
+
+// budgetLeft is how much of its context's deadline an inline run has
+// left; ok is false without one.
+func (r *run) budgetLeft() (time.Duration, bool) {
+	dl, ok := r.ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(dl), true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -112,6 +112,10 @@ type Options struct {
 	// MeterProvider makes the engine's metrics (see [Telemetry]); nil
 	// means none.
 	MeterProvider metric.MeterProvider
+	// Jobs configures the async-jobs fallback, which serves task tools to
+	// clients that do not declare the tasks extension (see [JobOptions]);
+	// the zero value serves it.
+	Jobs JobOptions
 }
 
 // MaxTTL caps a task's TTL.
@@ -172,6 +176,7 @@ func (o *Options) fill() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Jobs.fill()
 	if len(o.StateSecret) == 0 {
 		o.StateSecret = make([]byte, 32)
 		_, _ = rand.Read(o.StateSecret)
@@ -198,6 +203,9 @@ type Server struct {
 	log   *slog.Logger
 	tools map[string]*tool
 	impl  *mcp.Implementation
+	// jobTools registers the async-jobs companion tools, once, with the
+	// first task tool.
+	jobTools sync.Once
 	// sdkConfig is why the go-sdk's configuration rules out the lean path
 	// ("" when it does not); see LeanPathDisabled.
 	sdkConfig string
@@ -290,6 +298,10 @@ type tool struct {
 	name       string
 	support    Support
 	inputFirst bool
+	// background, inlineOnly: the tool's place in the async-jobs fallback
+	// (Background, InlineOnly); outputSchema: it declares one, so a job's
+	// handle carries no structuredContent (it would not match).
+	background, inlineOnly, outputSchema bool
 	// paramHeaders reports whether the input schema maps a property to an
 	// Mcp-Param header (x-mcp-header), which the go-sdk validates; decided
 	// on first use (it encodes the schema: work a cold start that never
@@ -332,6 +344,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 		}
 	}
 	entry := newTool(tt.Name, support, schema, inferred)
+	entry.outputSchema = tt.OutputSchema != nil
 	for _, o := range opts {
 		o(entry)
 	}
@@ -347,9 +360,14 @@ func AddTool[In any](s *Server, t *mcp.Tool, support Support, h Handler[In], opt
 		}
 	}
 	s.tools[tt.Name] = entry
+	// The middleware answers every call of a task tool; the handler only
+	// lists it.
 	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.callInline(ctx, req, entry)
+		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task tool " + entry.name + " called without the tasks middleware"}
 	})
+	if !s.opts.Jobs.Disable {
+		s.jobTools.Do(s.addJobTools)
+	}
 }
 
 // newTool returns the registry entry of the tool name with the input
@@ -452,10 +470,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				break
 			}
 			if !declaresTasks(ctr.ClientCapabilities()) {
-				if t.support == Required {
-					return nil, missingCapability()
-				}
-				break // inline, through the registered handler
+				return s.callWithout(ctx, ctr, t)
 			}
 			if !t.inputFirst {
 				return s.CreateTask(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)

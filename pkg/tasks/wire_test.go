@@ -104,6 +104,8 @@ func normalize(v any, taskID string) any {
 				x[k] = "$TIME"
 			case k == "taskId" && e == taskID:
 				x[k] = "$TASK"
+			case taskID != "" && isString(e):
+				x[k] = strings.ReplaceAll(e.(string), taskID, "$TASK")
 			default:
 				x[k] = normalize(e, taskID)
 			}
@@ -164,9 +166,16 @@ func TestWireTranscripts(t *testing.T) {
 						}
 						last = c.Call(t, req.Method, req.Params, override...)
 						if req.Method == "tools/call" && last.Error == nil {
-							var tk mcptest.Task
+							var tk struct {
+								mcptest.Task
+								Job struct {
+									TaskID string `json:"taskId"`
+								} `json:"structuredContent"`
+							}
 							if json.Unmarshal(last.Result, &tk) == nil && tk.TaskID != "" {
 								taskID = tk.TaskID
+							} else if tk.Job.TaskID != "" {
+								taskID = tk.Job.TaskID // an async job's handle
 							}
 						}
 					case "server":
@@ -214,3 +223,5 @@ func TestWireTranscripts(t *testing.T) {
 		}
 	}
 }
+
+func isString(v any) bool { _, ok := v.(string); return ok }
