@@ -1,63 +1,14 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
 )
-
-// tsClientDir holds the pinned TypeScript SDK client (package.json,
-// package-lock.json) and its script.
-const tsClientDir = "tsclient"
-
-// tsClient returns the node binary, with the pinned @modelcontextprotocol/sdk
-// installed in tsClientDir (npm ci from the lockfile when it is missing or
-// another version). Without node or npm the test is skipped, or fails
-// under CI.
-func tsClient(t *testing.T) string {
-	t.Helper()
-	node, nerr := exec.LookPath("node")
-	npm, perr := exec.LookPath("npm")
-	if nerr != nil || perr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node and npm are needed for the TypeScript SDK client (apt-get install -y nodejs npm)")
-		}
-		t.Skip("node or npm not found on PATH")
-	}
-	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	b, err := os.ReadFile(filepath.Join(tsClientDir, "package.json"))
-	if err != nil || json.Unmarshal(b, &pkg) != nil || pkg.Dependencies["@modelcontextprotocol/sdk"] == "" {
-		t.Fatalf("reading %s/package.json: %v", tsClientDir, err)
-	}
-	want := pkg.Dependencies["@modelcontextprotocol/sdk"]
-	var installed struct {
-		Version string `json:"version"`
-	}
-	if b, err := os.ReadFile(filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-		_ = json.Unmarshal(b, &installed)
-	}
-	if installed.Version != want {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = tsClientDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", tsClientDir, err, out)
-		}
-	}
-	return node
-}
 
 // TestTypeScriptSDKOn20251125 runs the real TypeScript SDK 1.x client
 // (e2e/tsclient/legacy.mjs, pinned) against the split shape (endpoint and
@@ -71,7 +22,6 @@ func tsClient(t *testing.T) string {
 // and -32601 for an unknown method. The script checks what the client
 // sees; this test then reads the same tasks on 2026-07-28.
 func TestTypeScriptSDKOn20251125(t *testing.T) {
-	node := tsClient(t)
 	env := []string{
 		"REDIS_URL=" + testredis.Start(t),
 		"MCPTASKS_AUTH_ISSUER=https://issuer.mcptasks.test",
@@ -85,17 +35,8 @@ func TestTypeScriptSDKOn20251125(t *testing.T) {
 	start(t, env, "worker")
 	tokA, tokB := mint(t, env, "alice"), mint(t, env, "bob")
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "legacy.mjs")
-	cmd.Dir = tsClientDir
-	cmd.Env = append(os.Environ(), "MCP_URL=http://"+api.addr+"/mcp", "TOKEN_A="+tokA, "TOKEN_B="+tokB, "LONG_SECONDS=7")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("legacy.mjs: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	out := runNode(t, tsClientDir, "legacy.mjs", 3*time.Minute,
+		"MCP_URL=http://"+api.addr+"/mcp", "TOKEN_A="+tokA, "TOKEN_B="+tokB, "LONG_SECONDS=7")
 	var report struct {
 		ComputeTask string `json:"computeTask"`
 		ConfirmTask string `json:"confirmTask"`
@@ -106,8 +47,8 @@ func TestTypeScriptSDKOn20251125(t *testing.T) {
 			Ms     int    `json:"ms"`
 		} `json:"longJob"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &report); err != nil || report.ComputeTask == "" || report.HeldTask == "" {
-		t.Fatalf("report %q: %v", lines[len(lines)-1], err)
+	if err := json.Unmarshal(out, &report); err != nil || report.ComputeTask == "" || report.HeldTask == "" {
+		t.Fatalf("report %s: %v", out, err)
 	}
 
 	// The same tasks, created under 2025-11-25, read on 2026-07-28 by the
