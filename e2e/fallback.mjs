@@ -35,7 +35,13 @@ export async function followFallback(connect) {
   const a = await connect(process.env.TOKEN_A);
   const b = await connect(process.env.TOKEN_B);
   report.protocolVersion = a.protocolVersion;
-  const call = (who, name, args) => who.client.callTool({ name, arguments: args });
+  // Every answer a client on an older revision gets has that revision's
+  // shape: no resultType (a field of 2026-07-28).
+  const call = async (who, name, args) => {
+    const r = await who.client.callTool({ name, arguments: args });
+    check(who.protocolVersion === "2026-07-28" || !("resultType" in r), `${name} on ${who.protocolVersion} carries resultType: ${JSON.stringify(r)}`);
+    return r;
+  };
 
   // The companion tools are listed with the task tools.
   step("tools/list: the companion tools");

@@ -433,8 +433,10 @@ func (s *Server) jobAnswer(t *Task) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
 	switch t.Status {
 	case StatusCompleted:
+		// The stored result carries the resultType of 2026-07-28: left out,
+		// the go-sdk gives the answer the shape of the request's revision.
 		var res mcp.CallToolResult
-		if err := json.Unmarshal(t.Result, &res); err == nil {
+		if err := json.Unmarshal(withoutResultType(t.Result), &res); err == nil {
 			res.Meta = relatedTask(id)
 			if res.Content == nil {
 				res.Content = []mcp.Content{}
@@ -656,4 +658,18 @@ func (s *Server) cancelTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	s.log.Debug("job cancelled through the cancel tool", slog.String("task", t.ID))
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: st, Meta: relatedTask(t.ID)}, nil
+}
+
+// withoutResultType returns the JSON object raw without its resultType.
+func withoutResultType(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "resultType")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
 }
