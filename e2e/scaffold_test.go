@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,23 +17,39 @@ import (
 )
 
 // TestInitModule does what a user does with `mcptasks init`: scaffold a
-// module outside this repository (pointed at this checkout with a replace
-// directive), then in it: go mod tidy, go vet, its own tests, the Vercel
-// entry-point rules and vercel.json, the SAM template, the three Lambda
-// bootstraps built by the Makefile as `sam build` runs it (linux/arm64,
-// -tags lambda.norpc), and its local server started as a process, its tool
-// driven over HTTP through input_required to completed.
+// module outside this repository from a checkout (a copy of this one),
+// then move the checkout away (the module carries its copy of the library
+// in third_party/mcptasks), and in the module: go mod tidy, go vet, its own
+// tests, the Vercel entry-point rules and vercel.json, the SAM template,
+// the three Lambda bootstraps built by the Makefile as `sam build` runs it
+// (linux/arm64, -tags lambda.norpc) and by `make lambda`, a plain make
+// refusing without ARTIFACTS_DIR, the real `vercel build`, and its local
+// server started as a process, its tool driven over HTTP through
+// input_required to completed.
 func TestInitModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module from scratch")
 	}
 	t.Parallel()
-	checkout, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
+	checkout := filepath.Join(t.TempDir(), "mcptasks")
+	for _, f := range repoFiles(t) {
+		if strings.HasPrefix(f, "e2e/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(checkout, filepath.FromSlash(f)), string(b))
 	}
 	dir := filepath.Join(t.TempDir(), "transcode")
 	out := runIn(t, "", binPath, "init", dir, "--module", "example.com/transcode", "--replace", checkout)
+	if !strings.Contains(out, filepath.Join(dir, "third_party", "mcptasks")+"/ (") {
+		t.Errorf("init did not report the copy of the library:\n%s", out)
+	}
+	if gomod, _ := os.ReadFile(filepath.Join(dir, "go.mod")); !strings.Contains(string(gomod), "\nreplace github.com/mcptasks/mcptasks => ./third_party/mcptasks\n") {
+		t.Errorf("go.mod does not replace the library with its copy:\n%s", gomod)
+	}
 	for _, f := range []string{"go.mod", "README.md", "Makefile", "vercel.json", "template.yaml", ".gitignore",
 		"tools/tools.go", "tools/tools_test.go", "api/mcp/index.go", "api/worker/index.go", "api/cron/index.go",
 		"cmd/transcode/main.go", "cmd/lambda/mcp/main.go", "cmd/lambda/worker/main.go", "cmd/lambda/sweep/main.go"} {
@@ -56,6 +73,11 @@ func TestInitModule(t *testing.T) {
 		t.Error("a second init changed tools/tools.go")
 	}
 
+	// The checkout moves away: nothing of the module refers to it.
+	if err := os.RemoveAll(checkout); err != nil {
+		t.Fatal(err)
+	}
+
 	// The user's glue: every line outside the tools package and the
 	// configuration files is one statement per entry point.
 	for _, f := range []string{"api/mcp/index.go", "api/worker/index.go", "api/cron/index.go", "cmd/transcode/main.go",
@@ -67,11 +89,15 @@ func TestInitModule(t *testing.T) {
 	}
 
 	runIn(t, dir, "go", "mod", "tidy")
+	if m := runIn(t, dir, "go", "list", "-m", "-f", "{{.Replace.Path}}", "github.com/mcptasks/mcptasks"); strings.TrimSpace(m) != "./third_party/mcptasks" {
+		t.Errorf("the library resolves to %q, want ./third_party/mcptasks", m)
+	}
 	runIn(t, dir, "go", "vet", "./...")
 	runIn(t, dir, "go", "test", "-count=1", "./...")
 	checkVercelGoRuntimeRules(t, dir)
 	checkVercelConfig(t, dir)
 	checkSAMTemplate(t, dir)
+	checkMakeRefuses(t, dir)
 
 	// The Lambda bootstraps, as `sam build` makes them.
 	for _, fn := range []string{"McpFunction", "WorkerFunction", "SweepFunction"} {
@@ -89,6 +115,34 @@ func TestInitModule(t *testing.T) {
 			t.Errorf("%s bootstrap is not a linux/arm64 ELF binary", fn)
 		}
 	}
+
+	// make lambda: the three into bin/<function>/bootstrap.
+	runIn(t, dir, "make", "lambda")
+	for _, fn := range []string{"mcp", "worker", "sweep"} {
+		if head := readHead(t, filepath.Join(dir, "bin", fn, "bootstrap")); !bytes.HasPrefix(head, []byte("\x7fELF")) || head[18] != 0xb7 {
+			t.Errorf("bin/%s/bootstrap is not a linux/arm64 ELF binary", fn)
+		}
+	}
+
+	// Vercel's builder, on the module as a deployment uploads it.
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && (rel == "bin" || rel == ".vercel") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVercelOutput(t, vercelBuild(t, dir, files))
 
 	// The local server, as `go run ./cmd/transcode` runs it.
 	bin := filepath.Join(t.TempDir(), "transcode")
