@@ -1,11 +1,13 @@
 package e2e
 
-// The real `vercel build` (the Vercel CLI pinned in vercelcli/, installed
-// by .ci/run with npm ci) of this repository and of a module made by
-// `mcptasks init`: Vercel's Go builder (@vercel/go) detects the functions,
-// rewrites go.mod as it does on Vercel (module renamed, relative replace
-// directives re-rooted), runs go mod tidy and go build, and lays out
-// .vercel/output. No Vercel account or network access to Vercel is used.
+// The real `vercel build` (the Vercel CLI pinned in testdata/vercelcli/,
+// installed by .ci/run with npm ci; under testdata because its
+// node_modules hold .go files that ./... must not see) of this repository
+// and of a module made by `mcptasks init`: Vercel's Go builder
+// (@vercel/go) detects the functions, rewrites go.mod as it does on Vercel
+// (module renamed, relative replace directives re-rooted), runs go mod
+// tidy and go build, and lays out .vercel/output. No Vercel account or
+// network access to Vercel is used.
 //
 // Two things the builder fetches from the network are provided locally:
 //   - Go: the builder runs exactly the Go of go.mod's go line, found in its
@@ -35,7 +37,7 @@ import (
 )
 
 // vercelCLIDir holds the pinned Vercel CLI (package.json and its lockfile).
-const vercelCLIDir = "vercelcli"
+const vercelCLIDir = "testdata/vercelcli"
 
 // vercelCLI returns the path of the pinned vercel binary, installing it
 // with npm ci when missing. Without npm the test is skipped, or fails
@@ -51,7 +53,7 @@ func vercelCLI(t *testing.T) string {
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("npm is needed for the Vercel CLI (apt-get install -y nodejs npm; .ci/run installs e2e/vercelcli)")
+			t.Fatal("npm is needed for the Vercel CLI (apt-get install -y nodejs npm; .ci/run installs e2e/testdata/vercelcli)")
 		}
 		t.Skip("npm not found on PATH")
 	}

@@ -90,10 +90,7 @@ func Write(o Options) ([]string, error) {
 	case !goRE.MatchString(o.GoVersion):
 		return nil, fmt.Errorf("go version %q must have a patch version, such as 1.26.0", o.GoVersion)
 	}
-	type out struct {
-		rel  string
-		data []byte
-	}
+	type out = libFile
 	// Plain placeholders rather than text/template, whose use of
 	// reflection keeps every exported method of every type in the binary
 	// (about 9 MB more in mcptasks).
@@ -131,11 +128,7 @@ func Write(o Options) ([]string, error) {
 		return nil, err
 	}
 	if o.Replace != "" {
-		var gen []libFile
-		for _, f := range outs {
-			gen = append(gen, libFile{f.rel, f.data})
-		}
-		lib, err := vendorLibrary(o.Replace, gen)
+		lib, err := vendorLibrary(o.Replace, outs)
 		if err != nil {
 			return nil, err
 		}
