@@ -3,10 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -32,16 +32,7 @@ func TestInitModule(t *testing.T) {
 	}
 	t.Parallel()
 	checkout := filepath.Join(t.TempDir(), "mcptasks")
-	for _, f := range repoFiles(t) {
-		if strings.HasPrefix(f, "e2e/") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(checkout, filepath.FromSlash(f)), string(b))
-	}
+	copyFiles(t, root, checkout, slices.DeleteFunc(repoFiles(t), func(f string) bool { return strings.HasPrefix(f, "e2e/") }))
 	dir := filepath.Join(t.TempDir(), "transcode")
 	out := runIn(t, "", binPath, "init", dir, "--module", "example.com/transcode", "--replace", checkout)
 	if !strings.Contains(out, filepath.Join(dir, "third_party", "mcptasks")+"/ (") {
@@ -125,24 +116,10 @@ func TestInitModule(t *testing.T) {
 	}
 
 	// Vercel's builder, on the module as a deployment uploads it.
-	var files []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && (rel == "bin" || rel == ".vercel") {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkVercelOutput(t, vercelBuild(t, dir, files))
+	checkVercelOutput(t, vercelBuild(t, dir, treeFiles(t, dir, "bin", ".vercel")))
+
+	// The README's way to a published version of the library.
+	checkMoveToPublished(t, dir)
 
 	// The local server, as `go run ./cmd/transcode` runs it.
 	bin := filepath.Join(t.TempDir(), "transcode")
@@ -172,6 +149,55 @@ func TestInitModule(t *testing.T) {
 	}
 	if len(asked) != 1 || !slices.Contains(statuses, client.StatusInputRequired) || statuses[len(statuses)-1] != client.StatusCompleted {
 		t.Errorf("asked %q, statuses %v; want one question, input_required, then completed", asked, statuses)
+	}
+}
+
+// checkMoveToPublished runs, in a copy of the module made by init in dir,
+// the commands its README gives to move from the copy of the library to a
+// published version, against a module proxy that serves the copy as a
+// release (the library is not on a public proxy), and builds the module.
+func checkMoveToPublished(t *testing.T, dir string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```sh\n(rm -rf third_party/mcptasks\n.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("README.md has no commands to move to a published version:\n%s", readme)
+	}
+	const release = "v0.9.0"
+	lib := filepath.Join(dir, "third_party", "mcptasks")
+	files := map[string][]byte{}
+	for _, f := range treeFiles(t, lib) {
+		b, err := os.ReadFile(filepath.Join(lib, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = b
+	}
+	proxy := moduleProxy(t, "github.com/mcptasks/mcptasks", release, files)
+	work := filepath.Join(t.TempDir(), "published")
+	copyFiles(t, dir, work, treeFiles(t, dir, "bin", ".vercel"))
+	env := append(os.Environ(), "GOPROXY=file://"+filepath.ToSlash(proxy)+","+goEnv(t, "GOPROXY"), "GONOSUMDB=github.com/mcptasks/mcptasks")
+	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = work, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	gomod, _ := os.ReadFile(filepath.Join(work, "go.mod"))
+	if !strings.Contains(string(gomod), "github.com/mcptasks/mcptasks "+release) || strings.Contains(string(gomod), "replace") {
+		t.Errorf("go.mod after the README's commands:\n%s\nwant the release required, no replace directive", gomod)
+	}
+	if _, err := os.Stat(filepath.Join(work, "third_party", "mcptasks")); err == nil {
+		t.Error("third_party/mcptasks is still there")
+	}
+	cmd := exec.Command("go", "build", "./...")
+	cmd.Dir, cmd.Env = work, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./... on the published version: %v\n%s", err, out)
 	}
 }
 

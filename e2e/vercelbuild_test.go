@@ -68,23 +68,7 @@ func vercelBuild(t *testing.T, dir string, files []string) string {
 	t.Helper()
 	vercel := vercelCLI(t)
 	work := filepath.Join(t.TempDir(), "project")
-	for _, f := range files {
-		src, dst := filepath.Join(dir, filepath.FromSlash(f)), filepath.Join(work, filepath.FromSlash(f))
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := os.Stat(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, st.Mode().Perm()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyFiles(t, dir, work, files)
 	// What `vercel link` would leave: the project settings, here the
 	// defaults (no framework, no build command).
 	writeFile(t, filepath.Join(work, ".vercel", "project.json"),
@@ -263,22 +247,30 @@ func Start(h http.Handler) {
 }
 `
 	)
+	return moduleProxy(t, module, version, map[string][]byte{"go.mod": []byte(gomod), "go/bridge/bridge.go": []byte(bridge)})
+}
+
+// moduleProxy writes a file:// module proxy (GOPROXY=file://DIR) serving
+// one version of module, made of files (slash-separated paths, go.mod
+// among them), and returns its directory.
+func moduleProxy(t *testing.T, module, version string, files map[string][]byte) string {
+	t.Helper()
 	dir := t.TempDir()
 	at := filepath.Join(dir, filepath.FromSlash(module), "@v")
 	writeFile(t, filepath.Join(at, "list"), version+"\n")
 	writeFile(t, filepath.Join(at, version+".info"), `{"Version":"`+version+`","Time":"2020-01-01T00:00:00Z"}`)
-	writeFile(t, filepath.Join(at, version+".mod"), gomod)
+	writeFile(t, filepath.Join(at, version+".mod"), string(files["go.mod"]))
 	f, err := os.Create(filepath.Join(at, version+".zip"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	zw := zip.NewWriter(f)
-	for name, body := range map[string]string{"go.mod": gomod, "go/bridge/bridge.go": bridge} {
+	for name, body := range files {
 		w, err := zw.Create(module + "@" + version + "/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Write([]byte(body)); err != nil {
+		if _, err := w.Write(body); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -289,6 +281,53 @@ func Start(h http.Handler) {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// copyFiles copies files (slash-separated, relative to src) from src to
+// dst, keeping their permissions.
+func copyFiles(t *testing.T, src, dst string, files []string) {
+	t.Helper()
+	for _, f := range files {
+		from, to := filepath.Join(src, filepath.FromSlash(f)), filepath.Join(dst, filepath.FromSlash(f))
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// treeFiles lists the regular files under dir (slash-separated, relative
+// to dir), leaving out the directories skip names (relative paths).
+func treeFiles(t *testing.T, dir string, skip ...string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && slices.Contains(skip, filepath.ToSlash(rel)) {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func goEnv(t *testing.T, key string) string {

@@ -177,11 +177,11 @@ const vendoredLibrary = `## The mcptasks library
 ` + "`[[.VendorDir]]/`" + ` is a copy of the mcptasks packages this module uses, taken from the checkout
 ` + "`mcptasks init`" + ` ran in; ` + "`go.mod`" + ` replaces the library with it, so the module builds wherever it
 is copied (Vercel's builder, ` + "`sam build`" + `, CI), without the checkout. To move to a published
-version of mcptasks, drop the copy and the replace directive, and require the release:
+version of mcptasks, drop the copy and the replace and require directives, and require the release:
 
 ` + "```sh" + `
 rm -rf [[.VendorDir]]
-go mod edit -dropreplace=github.com/mcptasks/mcptasks
+go mod edit -dropreplace=github.com/mcptasks/mcptasks -droprequire=github.com/mcptasks/mcptasks
 go get github.com/mcptasks/mcptasks@latest
 go mod tidy
 ` + "```" + `

@@ -32,7 +32,7 @@ func TestWrite(t *testing.T) {
 		"api/mcp/index.go":      {"\"example.com/acme/transcode/tools\"", "vercel.For(tools.App).MCP(w, r)"},
 		"cmd/transcode/main.go": {"func main() { local.Main(tools.App) }"},
 		"tools/tools.go":        {`Name: "transcode"`},
-		"README.md":             {"go run ./cmd/transcode\n", "go test ./...\n", "rm -rf third_party/mcptasks\ngo mod edit -dropreplace=github.com/mcptasks/mcptasks\n"},
+		"README.md":             {"go run ./cmd/transcode\n", "go test ./...\n", "rm -rf third_party/mcptasks\ngo mod edit -dropreplace=github.com/mcptasks/mcptasks -droprequire=github.com/mcptasks/mcptasks\n"},
 		".gitignore":            {"/bin/"},
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
