@@ -197,3 +197,75 @@ func TestCLIPlain(t *testing.T) {
 		}
 	})
 }
+
+// The messages of a newcomer's first mistakes, from the real binary
+// against a real server process: a missing argument is named with its
+// type before any call (exit 2, the tool never ran, nothing on stdout);
+// TLS to the plain HTTP server and a URL without a scheme fail at once
+// with what to use instead; a 404 suggests the /mcp path; a server that is
+// not there is named in the terms of the command run, after three
+// attempts in every command; a wrong answer shape is refused with the
+// shape expected.
+func TestCLIChecksBeforeCalling(t *testing.T) {
+	url := cliServer(t, "examples")
+	host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
+	expectErr := func(t *testing.T, r cliRun, code int, want ...string) {
+		t.Helper()
+		r.expect(t, code)
+		if r.stdout != "" {
+			t.Errorf("stdout %q, want nothing", r.stdout)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+			}
+		}
+		for _, u := range []string{"reported an error", "tools/list", "tasks/get", "Post \""} {
+			if strings.Contains(r.stderr, u) {
+				t.Errorf("stderr holds %q:\n%s", u, r.stderr)
+			}
+		}
+	}
+	t.Run("missing-argument", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, url, "", "call", "slow_compute", "label=x")
+		expectErr(t, r, 2, "mcptasks: call slow_compute: missing argument seconds (integer)\nusage: mcptasks call slow_compute seconds=<integer> [label=<string>]\n")
+	})
+	t.Run("https-to-http", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, "https://"+host+"/mcp", "", "call", "greet", "name=Ada")
+		expectErr(t, r, 1, "mcptasks: call greet: the server at https://"+host+"/mcp speaks plain HTTP, not HTTPS: use --url http://"+host+"/mcp\n")
+	})
+	t.Run("no-scheme", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, host+"/mcp", "", "call", "greet", "name=Ada")
+		expectErr(t, r, 2, "mcptasks: call greet: --url "+host+"/mcp has no scheme: did you mean http://"+host+"/mcp?\n")
+	})
+	t.Run("404", func(t *testing.T) {
+		t.Parallel()
+		r := runCLI(t, "http://"+host, "", "tools")
+		expectErr(t, r, 1, "mcptasks: tools: no MCP endpoint at http://"+host+" (HTTP 404): mcptasks serves MCP at the path /mcp; try --url http://"+host+"/mcp\n")
+	})
+	t.Run("not-there", func(t *testing.T) {
+		t.Parallel()
+		closed := "http://" + freeAddr(t) + "/mcp"
+		for _, args := range [][]string{{"call", "greet", "name=Ada"}, {"tools"}, {"task", "get", "an-id"}, {"task", "watch", "an-id"}} {
+			name := args[0]
+			if len(args) > 2 {
+				name += " " + args[1]
+			}
+			r := runCLI(t, closed, "", args...)
+			expectErr(t, r, 1, "mcptasks: "+name+": cannot connect to "+closed+": connection refused (gave up after 3 attempts)\n")
+		}
+	})
+	t.Run("answer-shape", func(t *testing.T) {
+		t.Parallel()
+		id := strings.TrimSpace(runCLI(t, url, "", "call", "confirm_delete", "filename=a.txt", "--detach").stdout)
+		untilStatus(t, url, id, client.StatusInputRequired)
+		r := runCLI(t, url, "", "task", "answer", id, "--json", `{"confirm": {"confirm": true}}`)
+		expectErr(t, r, 2, `mcptasks: task answer: confirm: {"confirm":true} has no action; the answer to this elicitation is {"action":"accept","content":{"confirm":<boolean>}}, {"action":"decline"} or {"action":"cancel"} (or confirm=<boolean>: the value of confirm)`)
+		if tk := untilStatus(t, url, id, client.StatusInputRequired); tk.InputRequests["confirm"] == nil {
+			t.Errorf("the refused answer changed the task: %+v", tk)
+		}
+	})
+}

@@ -18,6 +18,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -179,14 +180,19 @@ func checkSAMTemplate(t *testing.T, dir string) {
 		}
 		// This repository's Makefile calls scripts/build-lambda; a
 		// generated module's runs go build through $(GOBUILD).
-		target := regexp.MustCompile(`(?m)^build-` + name + `:\s*\n\t(?:scripts/build-lambda (\S+) "\$\(ARTIFACTS_DIR\)"|\$\(GOBUILD\) -o "\$\(ARTIFACTS_DIR\)/bootstrap" (\S+))$`)
+		target := regexp.MustCompile(`(?m)^build-` + name + `:\s*\n\t(?:scripts/build-lambda (\S+) "\$\(ARTIFACTS\)"|\$\(GOBUILD\) -o "\$\(ARTIFACTS\)/bootstrap" (\S+))$`)
 		if m := target.FindSubmatch(makefile); m == nil {
-			t.Errorf("Makefile has no build-%s target building into $(ARTIFACTS_DIR)", name)
+			t.Errorf("Makefile has no build-%s target building into $(ARTIFACTS) (SAM's ARTIFACTS_DIR)", name)
 		} else if pkg := string(m[1]) + string(m[2]); pkg == "" {
 			t.Errorf("build-%s builds no package", name)
 		} else if _, err := os.Stat(filepath.Join(dir, pkg, "main.go")); err != nil {
 			t.Errorf("build-%s builds %s, which has no main.go", name, pkg)
 		}
+	}
+	// ARTIFACTS is ARTIFACTS_DIR, or an error when it is not set: a
+	// target run without it must not write /bootstrap.
+	if !regexp.MustCompile(`(?m)^ARTIFACTS = \$\(or \$\(ARTIFACTS_DIR\),\$\(error ARTIFACTS_DIR is not set.*\)\)$`).Match(makefile) {
+		t.Error("Makefile's ARTIFACTS is not $(or $(ARTIFACTS_DIR),$(error ...))")
 	}
 	slices.Sort(functions)
 	if fmt.Sprint(functions) != "[McpFunction SweepFunction WorkerFunction]" {
@@ -295,6 +301,33 @@ func checkSAMTemplate(t *testing.T, dir string) {
 	for k := range env {
 		if !read[k] {
 			t.Errorf("template sets %s, which bundle.FromEnv never reads", k)
+		}
+	}
+}
+
+// TestMakeWithoutArtifactsDir runs this repository's Makefile as a user
+// might, without SAM: a bare make and a build-<Function> target refuse,
+// naming ARTIFACTS_DIR and make lambda, and build nothing.
+func TestMakeWithoutArtifactsDir(t *testing.T) {
+	t.Parallel()
+	checkMakeRefuses(t, root)
+}
+
+// checkMakeRefuses runs make (its default goal) and make build-McpFunction
+// in dir without ARTIFACTS_DIR: both must fail with the Makefile's
+// message before building anything.
+func checkMakeRefuses(t *testing.T, dir string) {
+	t.Helper()
+	for _, goal := range [][]string{nil, {"build-McpFunction"}} {
+		cmd := exec.Command("make", append([]string{"--no-print-directory"}, goal...)...)
+		cmd.Dir = dir
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ARTIFACTS_DIR=") })
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "ARTIFACTS_DIR is not set") || !strings.Contains(string(out), "make lambda") {
+			t.Errorf("make %v without ARTIFACTS_DIR: err %v, output:\n%s\nwant a refusal naming ARTIFACTS_DIR and make lambda", goal, err, out)
+		}
+		if strings.Contains(string(out), "go build") {
+			t.Errorf("make %v without ARTIFACTS_DIR started a build:\n%s", goal, out)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,23 +17,30 @@ import (
 )
 
 // TestInitModule does what a user does with `mcptasks init`: scaffold a
-// module outside this repository (pointed at this checkout with a replace
-// directive), then in it: go mod tidy, go vet, its own tests, the Vercel
-// entry-point rules and vercel.json, the SAM template, the three Lambda
-// bootstraps built by the Makefile as `sam build` runs it (linux/arm64,
-// -tags lambda.norpc), and its local server started as a process, its tool
-// driven over HTTP through input_required to completed.
+// module outside this repository from a checkout (a copy of this one),
+// then move the checkout away (the module carries its copy of the library
+// in third_party/mcptasks), and in the module: go mod tidy, go vet, its own
+// tests, the Vercel entry-point rules and vercel.json, the SAM template,
+// the three Lambda bootstraps built by the Makefile as `sam build` runs it
+// (linux/arm64, -tags lambda.norpc) and by `make lambda`, a plain make
+// refusing without ARTIFACTS_DIR, the real `vercel build`, and its local
+// server started as a process, its tool driven over HTTP through
+// input_required to completed.
 func TestInitModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module from scratch")
 	}
 	t.Parallel()
-	checkout, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkout := filepath.Join(t.TempDir(), "mcptasks")
+	copyFiles(t, root, checkout, slices.DeleteFunc(repoFiles(t), func(f string) bool { return strings.HasPrefix(f, "e2e/") }))
 	dir := filepath.Join(t.TempDir(), "transcode")
 	out := runIn(t, "", binPath, "init", dir, "--module", "example.com/transcode", "--replace", checkout)
+	if !strings.Contains(out, filepath.Join(dir, "third_party", "mcptasks")+"/ (") {
+		t.Errorf("init did not report the copy of the library:\n%s", out)
+	}
+	if gomod, _ := os.ReadFile(filepath.Join(dir, "go.mod")); !strings.Contains(string(gomod), "\nreplace github.com/mcptasks/mcptasks => ./third_party/mcptasks\n") {
+		t.Errorf("go.mod does not replace the library with its copy:\n%s", gomod)
+	}
 	for _, f := range []string{"go.mod", "README.md", "Makefile", "vercel.json", "template.yaml", ".gitignore",
 		"tools/tools.go", "tools/tools_test.go", "api/mcp/index.go", "api/worker/index.go", "api/cron/index.go",
 		"cmd/transcode/main.go", "cmd/lambda/mcp/main.go", "cmd/lambda/worker/main.go", "cmd/lambda/sweep/main.go"} {
@@ -56,6 +64,11 @@ func TestInitModule(t *testing.T) {
 		t.Error("a second init changed tools/tools.go")
 	}
 
+	// The checkout moves away: nothing of the module refers to it.
+	if err := os.RemoveAll(checkout); err != nil {
+		t.Fatal(err)
+	}
+
 	// The user's glue: every line outside the tools package and the
 	// configuration files is one statement per entry point.
 	for _, f := range []string{"api/mcp/index.go", "api/worker/index.go", "api/cron/index.go", "cmd/transcode/main.go",
@@ -67,11 +80,15 @@ func TestInitModule(t *testing.T) {
 	}
 
 	runIn(t, dir, "go", "mod", "tidy")
+	if m := runIn(t, dir, "go", "list", "-m", "-f", "{{.Replace.Path}}", "github.com/mcptasks/mcptasks"); strings.TrimSpace(m) != "./third_party/mcptasks" {
+		t.Errorf("the library resolves to %q, want ./third_party/mcptasks", m)
+	}
 	runIn(t, dir, "go", "vet", "./...")
 	runIn(t, dir, "go", "test", "-count=1", "./...")
 	checkVercelGoRuntimeRules(t, dir)
 	checkVercelConfig(t, dir)
 	checkSAMTemplate(t, dir)
+	checkMakeRefuses(t, dir)
 
 	// The Lambda bootstraps, as `sam build` makes them.
 	for _, fn := range []string{"McpFunction", "WorkerFunction", "SweepFunction"} {
@@ -89,6 +106,20 @@ func TestInitModule(t *testing.T) {
 			t.Errorf("%s bootstrap is not a linux/arm64 ELF binary", fn)
 		}
 	}
+
+	// make lambda: the three into bin/<function>/bootstrap.
+	runIn(t, dir, "make", "lambda")
+	for _, fn := range []string{"mcp", "worker", "sweep"} {
+		if head := readHead(t, filepath.Join(dir, "bin", fn, "bootstrap")); !bytes.HasPrefix(head, []byte("\x7fELF")) || head[18] != 0xb7 {
+			t.Errorf("bin/%s/bootstrap is not a linux/arm64 ELF binary", fn)
+		}
+	}
+
+	// Vercel's builder, on the module as a deployment uploads it.
+	checkVercelOutput(t, vercelBuild(t, dir, treeFiles(t, dir, "bin", ".vercel")))
+
+	// The README's way to a published version of the library.
+	checkMoveToPublished(t, dir)
 
 	// The local server, as `go run ./cmd/transcode` runs it.
 	bin := filepath.Join(t.TempDir(), "transcode")
@@ -118,6 +149,55 @@ func TestInitModule(t *testing.T) {
 	}
 	if len(asked) != 1 || !slices.Contains(statuses, client.StatusInputRequired) || statuses[len(statuses)-1] != client.StatusCompleted {
 		t.Errorf("asked %q, statuses %v; want one question, input_required, then completed", asked, statuses)
+	}
+}
+
+// checkMoveToPublished runs, in a copy of the module made by init in dir,
+// the commands its README gives to move from the copy of the library to a
+// published version, against a module proxy that serves the copy as a
+// release (the library is not on a public proxy), and builds the module.
+func checkMoveToPublished(t *testing.T, dir string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```sh\n(rm -rf third_party/mcptasks\n.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("README.md has no commands to move to a published version:\n%s", readme)
+	}
+	const release = "v0.9.0"
+	lib := filepath.Join(dir, "third_party", "mcptasks")
+	files := map[string][]byte{}
+	for _, f := range treeFiles(t, lib) {
+		b, err := os.ReadFile(filepath.Join(lib, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = b
+	}
+	proxy := moduleProxy(t, "github.com/mcptasks/mcptasks", release, files)
+	work := filepath.Join(t.TempDir(), "published")
+	copyFiles(t, dir, work, treeFiles(t, dir, "bin", ".vercel"))
+	env := append(os.Environ(), "GOPROXY=file://"+filepath.ToSlash(proxy)+","+goEnv(t, "GOPROXY"), "GONOSUMDB=github.com/mcptasks/mcptasks")
+	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = work, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	gomod, _ := os.ReadFile(filepath.Join(work, "go.mod"))
+	if !strings.Contains(string(gomod), "github.com/mcptasks/mcptasks "+release) || strings.Contains(string(gomod), "replace") {
+		t.Errorf("go.mod after the README's commands:\n%s\nwant the release required, no replace directive", gomod)
+	}
+	if _, err := os.Stat(filepath.Join(work, "third_party", "mcptasks")); err == nil {
+		t.Error("third_party/mcptasks is still there")
+	}
+	cmd := exec.Command("go", "build", "./...")
+	cmd.Dir, cmd.Env = work, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./... on the published version: %v\n%s", err, out)
 	}
 }
 

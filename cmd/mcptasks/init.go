@@ -39,7 +39,7 @@ func runInit(_ context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(stdout)
 	module := fs.String("module", "", "module path of the new module, e.g. example.com/transcode (required)")
 	name := fs.String("name", "", "command and server name (default: the module path's last element)")
-	replace := fs.String("replace", "", "a local mcptasks checkout to use through a replace directive (default: the checkout the current directory is in, when this mcptasks has no released version)")
+	replace := fs.String("replace", "", "a local mcptasks checkout to copy the library from into "+scaffold.VendorDir+", which go.mod's replace directive points at (default: the checkout the current directory is in, when this mcptasks has no released version)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: mcptasks init DIR --module PATH [--name NAME] [--replace CHECKOUT]\n\n"+
 			"Writes a Go module into DIR that serves its own task tools locally (go run ./cmd/NAME),\n"+
@@ -87,8 +87,17 @@ func runInit(_ context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	vendored := 0
 	for _, f := range wrote {
+		if strings.HasPrefix(f, scaffold.VendorDir+"/") {
+			vendored++
+			continue
+		}
 		fmt.Fprintln(stdout, filepath.Join(dir, f))
+	}
+	if vendored > 0 {
+		fmt.Fprintf(stdout, "%s/ (%d files: the mcptasks packages the module uses, copied from %s; see README.md)\n",
+			filepath.Join(dir, filepath.FromSlash(scaffold.VendorDir)), vendored, checkout)
 	}
 	cmd := *name
 	if cmd == "" {

@@ -44,8 +44,11 @@ func TestInitCommandLine(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 		gomod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if !strings.Contains(string(gomod), "replace github.com/mcptasks/mcptasks => "+filepath.ToSlash(checkout)) {
-			t.Errorf("%v: go.mod does not point at the checkout:\n%s", args, gomod)
+		if !strings.Contains(string(gomod), "replace github.com/mcptasks/mcptasks => ./third_party/mcptasks") {
+			t.Errorf("%v: go.mod does not point at the copy of the library:\n%s", args, gomod)
+		}
+		if !strings.Contains(out.String(), filepath.Join(dir, "third_party", "mcptasks")+"/ (") || !strings.Contains(out.String(), "copied from "+filepath.ToSlash(checkout)) {
+			t.Errorf("%v: output does not report the copy of the library from the checkout:\n%s", args, out.String())
 		}
 		if !strings.Contains(out.String(), "go run ./cmd/a") {
 			t.Errorf("%v: output lacks the next steps:\n%s", args, out.String())

@@ -77,7 +77,7 @@ func toolArgs(in *schema, jsonArg string, pairs []string) (map[string]any, error
 		}
 		v, err := typedValue(ps, value, raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", key, err)
+			return nil, fmt.Errorf("argument %s: %v", key, err)
 		}
 		args[key] = v
 	}
@@ -113,7 +113,7 @@ func typedValue(ps *schema, s string, raw bool) (any, error) {
 	if len(kinds) == 0 || slices.Contains(kinds, "string") {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%q is not a %s", s, strings.Join(kinds, " or "))
+	return nil, fmt.Errorf("%q is not %s", s, kindsText(kinds))
 }
 
 // allows reports whether a value of one of the JSON types kinds may be v

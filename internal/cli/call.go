@@ -60,51 +60,68 @@ func (e *env) call(ctx context.Context, args []string) error {
 		return local.Usagef("call: %v", err)
 	}
 	tool, pairs := pos[0], pos[1:]
+	if err := com.checkURL("call " + tool); err != nil {
+		return err
+	}
 	prog := newProgress(e)
 	c := com.client(e, prog)
 	// tools/list first, with few retries: it types the arguments, and a
 	// server that is not there, or has no such tool, is reported at once.
-	in, err := e.inputSchema(ctx, com, tool)
+	in, raw, err := e.inputSchema(ctx, com, tool)
 	if err != nil {
-		return err
+		return com.explain("call "+tool, err)
 	}
 	arguments, err := toolArgs(in, *jsonArg, pairs)
 	if err != nil {
 		return local.Usagef("call %s: %v", tool, err)
 	}
-	ask := e.asker(prog)
-	if *detach {
-		return e.startDetached(ctx, c, tool, arguments, ask, *output)
+	// The arguments are checked here, so that a tool that cannot run with
+	// them is not called (the server would answer a tool error).
+	if in != nil {
+		problems := checkObject(in, arguments, "argument")
+		if len(problems) == 0 {
+			if p := validateFull(raw, arguments); p != "" {
+				problems = append(problems, "the arguments do not match the tool's input schema: "+p)
+			}
+		}
+		if len(problems) > 0 {
+			return local.Usagef("call %s: %s\nusage: %s", tool, strings.Join(problems, "; "), usageLine(tool, in))
+		}
 	}
-	return e.follow(ctx, prog, followOptions{what: "calling " + tool, tool: tool, cancel: true, format: *output},
+	ask := e.asker(prog)
+	explain := func(err error) error { return com.explain("call "+tool, err) }
+	if *detach {
+		return explain(e.startDetached(ctx, c, tool, arguments, ask, *output))
+	}
+	return e.follow(ctx, prog, followOptions{what: "calling " + tool, tool: tool, cancel: true, format: *output, explain: explain},
 		func(ctx context.Context, opts ...client.CallOption) (*mcp.CallToolResult, error) {
 			return c.Call(ctx, tool, arguments, opts...)
 		})
 }
 
-// inputSchema returns the input schema of tool from tools/list: nil when
-// the server answers tools/list with an error (the arguments are then read
-// without their types), an error when it does not answer or has no such
-// tool.
-func (e *env) inputSchema(ctx context.Context, com *common, tool string) (*schema, error) {
+// inputSchema returns the input schema of tool from tools/list, decoded
+// and raw: nil when the server answers tools/list with an error (the
+// arguments are then read without their types and sent unchecked), an
+// error when it does not answer or has no such tool.
+func (e *env) inputSchema(ctx context.Context, com *common, tool string) (*schema, any, error) {
 	tools, err := com.quickClient(e).ListTools(ctx)
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if errors.As(err, &rpc) {
-			return nil, nil // the arguments are read without their types
+			return nil, nil, nil // the arguments are read without their types
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	for _, t := range tools {
 		if t.Name == tool {
 			s, err := decodeSchema(t.InputSchema)
 			if err != nil {
-				return nil, nil
+				return nil, nil, nil
 			}
-			return s, nil
+			return s, t.InputSchema, nil
 		}
 	}
-	return nil, fmt.Errorf("the server has no tool %q (mcptasks tools lists them)", tool)
+	return nil, nil, fmt.Errorf("the server has no tool %q (mcptasks tools lists them)", tool)
 }
 
 // startDetached calls tool and prints the task's id as soon as the task
@@ -136,6 +153,8 @@ type followOptions struct {
 	tool   string // the tool called, if known
 	cancel bool   // an interrupt cancels the task (call), or only stops waiting (watch)
 	format string
+	// explain rewords an error reaching the server (see common.explain).
+	explain func(error) error
 }
 
 // follow runs run (a Call or a Resume) with progress, prompts and
@@ -172,6 +191,9 @@ func (e *env) follow(ctx context.Context, prog *progress, f followOptions, run f
 		if callCtx.Err() != nil || detachCtx.Err() != nil {
 			return interrupted(err)
 		}
+		if f.explain != nil {
+			return f.explain(err)
+		}
 		return err
 	}
 	t := te.Task
@@ -197,8 +219,13 @@ func (e *env) follow(ctx context.Context, prog *progress, f followOptions, run f
 }
 
 // result prints a tool's result; a tool error (isError) is printed too,
-// and is an error.
+// and is an error. A server that refused the arguments answers a tool
+// error too, although the tool never ran: that one is said so, not
+// printed as a result.
 func (e *env) result(tool string, res *mcp.CallToolResult, format string) error {
+	if msg, ok := refusedArguments(res); ok && format == outputText {
+		return local.Usagef("call %s: the server refused the arguments, and the tool did not run: %s", tool, msg)
+	}
 	if err := printResult(e.stdout, res, format); err != nil {
 		return err
 	}
@@ -209,6 +236,21 @@ func (e *env) result(tool string, res *mcp.CallToolResult, format string) error 
 		return fmt.Errorf("%s reported an error (isError)", tool)
 	}
 	return nil
+}
+
+// refusedArguments reports whether res is the tool error a server answers
+// for arguments its input schema refuses (the go-sdk and mcptasks both say
+// `validating "arguments": ...`), and its message.
+func refusedArguments(res *mcp.CallToolResult) (string, bool) {
+	if !res.IsError || len(res.Content) != 1 {
+		return "", false
+	}
+	t, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return "", false
+	}
+	msg, ok := strings.CutPrefix(t.Text, `validating "arguments": `)
+	return strings.TrimPrefix(msg, "validating root: "), ok
 }
 
 // client returns a client of the endpoint; its retries are reported on

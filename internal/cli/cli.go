@@ -135,10 +135,15 @@ func (c *common) newClient(e *env, extra ...client.Option) *client.Client {
 	return client.New(c.url, append(opts, extra...)...)
 }
 
-// quickRetry bounds the retries of the commands that send one request: a
-// server that does not answer is reported at once, not after the two
-// minutes a task's polling rides out.
-var quickRetry = client.RetryPolicy{GiveUpAfter: 3 * time.Second}
+// quickRetry bounds the retries of the commands that send one request, and
+// of the first request of the others: a server that does not answer is
+// reported at once, after quickAttempts attempts whatever the command, not
+// after the two minutes a task's polling rides out.
+var quickRetry = client.RetryPolicy{Attempts: quickAttempts, GiveUpAfter: 10 * time.Second}
+
+// quickAttempts is how many times a command tries to reach a server that
+// does not answer before it says so.
+const quickAttempts = 3
 
 // quickClient returns a client for single requests (see quickRetry).
 func (c *common) quickClient(e *env) *client.Client {

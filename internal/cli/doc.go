@@ -14,6 +14,19 @@
 // http://127.0.0.1:8080/mcp) and --token (env MCPTASKS_TOKEN, sent as a
 // bearer token).
 //
+// # Checks before a call
+//
+// A command checks what it can before it sends anything: --url must be an
+// http:// or https:// URL; call reads the tool's input schema (tools/list)
+// and refuses arguments it does not take, naming each missing or wrong
+// argument, the type it takes, and the tool's usage (exit status 2, the
+// tool never ran); task answer refuses an answer its input request does
+// not take, showing the shape it does. Errors reaching the server are said
+// in the command's terms: a server that speaks plain HTTP to https://, a
+// 404 (with the /mcp path suggested), a server not there after three
+// attempts in every command. What cannot heal (a bad URL, TLS to a plain
+// server, a 4xx) is not retried.
+//
 // # Output
 //
 // A tool's result goes to stdout: its text content by default, the

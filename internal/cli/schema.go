@@ -31,6 +31,8 @@ type schema struct {
 	MaxItems    *int             `json:"maxItems"`
 	Required    []string         `json:"required"`
 	Properties  properties       `json:"properties"`
+	// AdditionalProperties is kept raw: only "false" is read (see closed).
+	AdditionalProperties json.RawMessage `json:"additionalProperties"`
 }
 
 // types is a schema's "type": one name or a list of them.

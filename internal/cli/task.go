@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -89,20 +90,31 @@ func (e *env) task(ctx context.Context, args []string) error {
 		return unexpected("task "+sub, pos[1])
 	}
 	id := pos[0]
+	if output != nil {
+		if err := checkOutput(*output); err != nil {
+			return local.Usagef("task %s: %v", sub, err)
+		}
+	}
+	if err := com.checkURL("task " + sub); err != nil {
+		return err
+	}
+	explain := func(err error) error { return com.explain("task "+sub, err) }
 	switch sub {
 	case "get":
 		t, err := com.quickClient(e).Get(ctx, id)
 		if err != nil {
-			return err
+			return explain(err)
 		}
 		return printJSON(e.stdout, toWire(t))
 	case "watch":
-		if err := checkOutput(*output); err != nil {
-			return local.Usagef("task watch: %v", err)
+		// One quick look first: a server that is not there, or a task it
+		// does not know, is reported at once.
+		if _, err := com.quickClient(e).Get(ctx, id); err != nil {
+			return explain(err)
 		}
 		prog := newProgress(e)
 		c := com.client(e, prog)
-		return e.follow(ctx, prog, followOptions{what: "watching task " + id, format: *output},
+		return e.follow(ctx, prog, followOptions{what: "watching task " + id, format: *output, explain: explain},
 			func(ctx context.Context, opts ...client.CallOption) (*mcp.CallToolResult, error) {
 				return c.Resume(ctx, id, opts...)
 			})
@@ -112,7 +124,7 @@ func (e *env) task(ctx context.Context, args []string) error {
 		}
 		t, err := com.quickClient(e).CancelAndWait(ctx, id, *wait)
 		if err != nil {
-			return err
+			return explain(err)
 		}
 		if !t.Status.Terminal() && *wait > 0 {
 			fmt.Fprintf(e.stderr, "the task has not ended within %s: a step is still running; its cancellation stays requested\n", *wait)
@@ -120,7 +132,7 @@ func (e *env) task(ctx context.Context, args []string) error {
 		_, err = fmt.Fprintf(e.stdout, "task %s: %s\n", t.ID, t.Status)
 		return err
 	}
-	return e.answer(ctx, com.quickClient(e), id, *jsonArg, pos[1:])
+	return explain(e.answer(ctx, com.quickClient(e), id, *jsonArg, pos[1:]))
 }
 
 // answer sends the answers to input requests of task id, from the command
@@ -167,6 +179,11 @@ func (e *env) answer(ctx context.Context, c *client.Client, id, jsonArg string, 
 		}
 		responses[key] = v
 	}
+	for _, k := range sortedKeys(responses) {
+		if err := checkAnswer(t.InputRequests[k], responses[k]); err != nil {
+			return local.Usagef("task answer: %v", err)
+		}
+	}
 	if len(responses) == 0 {
 		ask := e.asker(nil)
 		for _, k := range t.Pending() {
@@ -186,6 +203,78 @@ func (e *env) answer(ctx context.Context, c *client.Client, id, jsonArg string, 
 	}
 	_, err = fmt.Fprintf(e.stdout, "answered %s; task %s: %s\n", strings.Join(keys, ", "), t.ID, t.Status)
 	return err
+}
+
+// checkAnswer refuses an answer that is not what req asks for: for an
+// elicitation, an action (accept, decline or cancel) and, accepted in a
+// form, content that its requested schema takes; for another request, an
+// object. The error shows the shape expected.
+func checkAnswer(req *client.InputRequest, v any) error {
+	generic, err := roundTrip(v)
+	if err != nil {
+		return fmt.Errorf("%s: %v", req.Key, err)
+	}
+	obj, isObj := generic.(map[string]any)
+	if req.Method != "elicitation/create" {
+		if !isObj {
+			return fmt.Errorf("%s: the answer to a %s request is a JSON object (its result), not %s", req.Key, req.Method, clean(compactJSON(generic), false))
+		}
+		return nil
+	}
+	p, err := req.Elicitation()
+	if err != nil {
+		return fmt.Errorf("%s: %v", req.Key, err)
+	}
+	rs, err := requestedSchema(req)
+	if err != nil {
+		return fmt.Errorf("%s: reading its requested schema: %v", req.Key, err)
+	}
+	expected := func(problem string) error {
+		accept := `{"action":"accept"}`
+		if p.Mode != "url" {
+			accept = `{"action":"accept","content":` + shape(rs) + `}`
+		}
+		msg := fmt.Sprintf("%s: %s; the answer to this elicitation is %s, {\"action\":\"decline\"} or {\"action\":\"cancel\"}", req.Key, problem, accept)
+		if len(rs.Properties) == 1 && p.Mode != "url" {
+			msg += fmt.Sprintf(" (or %s=%s: the value of %s)", req.Key, placeholder(rs.Properties[0].Schema), rs.Properties[0].Name)
+		}
+		return errors.New(msg)
+	}
+	action, _ := obj["action"].(string)
+	switch {
+	case !isObj:
+		return expected(clean(compactJSON(generic), false) + " is not an object")
+	case action == "":
+		return expected(clean(compactJSON(generic), false) + " has no action")
+	case action != "accept" && action != "decline" && action != "cancel":
+		return expected(fmt.Sprintf("the action %q is not accept, decline or cancel", action))
+	case action != "accept" || p.Mode == "url":
+		return nil
+	}
+	content, ok := obj["content"].(map[string]any)
+	if !ok {
+		if obj["content"] != nil || len(rs.Required) > 0 {
+			return expected("an accepted answer needs its content as an object")
+		}
+		content = map[string]any{}
+	}
+	if problems := checkObject(rs, content, "field"); len(problems) > 0 {
+		return expected(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// roundTrip returns v as the generic JSON value it encodes to.
+func roundTrip(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // answerValue reads the command-line answer s to req (see taskAnswerUsage).

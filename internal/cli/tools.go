@@ -35,9 +35,12 @@ func (e *env) tools(ctx context.Context, args []string) error {
 	if err := checkOutput(*output); err != nil {
 		return local.Usagef("tools: %v", err)
 	}
+	if err := com.checkURL("tools"); err != nil {
+		return err
+	}
 	tools, err := com.quickClient(e).ListTools(ctx)
 	if err != nil {
-		return err
+		return com.explain("tools", err)
 	}
 	if *output == outputJSON {
 		if tools == nil {

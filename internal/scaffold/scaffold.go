@@ -3,17 +3,26 @@
 // example task tool and its test, one-statement entry points for the local
 // server, Vercel and AWS Lambda, vercel.json, template.yaml, a Makefile and
 // a README. The files are templates embedded in the binary.
+//
+// A module made from a local checkout of mcptasks (Options.Replace) gets a
+// copy of the library's packages it uses in [VendorDir], which its go.mod
+// replaces the library with: it builds wherever it is copied (Vercel's
+// builder, sam build, CI), where the checkout is not.
 package scaffold
 
 import (
 	"embed"
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -32,8 +41,9 @@ type Options struct {
 	Name string
 	// Version is the mcptasks version to require (e.g. v0.2.0).
 	Version string
-	// Replace, when set, is a local mcptasks checkout the module is
-	// pointed at with a replace directive.
+	// Replace, when set, is a local mcptasks checkout: the packages of
+	// the library that the module uses are copied from it into
+	// [VendorDir], and go.mod replaces the library with that copy.
 	Replace string
 	// GoVersion is the go directive, with a patch version, as Vercel's
 	// builder requires (e.g. 1.26.0).
@@ -50,6 +60,13 @@ var (
 // IsVersion reports whether v is a version a module can require: a
 // semantic version tag or a pseudo-version (no +build suffix).
 func IsVersion(v string) bool { return versionRE.MatchString(v) }
+
+// LibraryModule is the module path of the mcptasks library.
+const LibraryModule = "github.com/mcptasks/mcptasks"
+
+// VendorDir is where a module made from a checkout (Options.Replace) holds
+// its copy of the library, relative to the module's root (slash-separated).
+const VendorDir = "third_party/mcptasks"
 
 // ErrExists is returned (wrapped, naming the files) when a file to be
 // written already exists; nothing is written then.
@@ -73,14 +90,16 @@ func Write(o Options) ([]string, error) {
 	case !goRE.MatchString(o.GoVersion):
 		return nil, fmt.Errorf("go version %q must have a patch version, such as 1.26.0", o.GoVersion)
 	}
-	type out struct {
-		rel  string
-		data []byte
-	}
+	type out = libFile
 	// Plain placeholders rather than text/template, whose use of
 	// reflection keeps every exported method of every type in the binary
 	// (about 9 MB more in mcptasks).
-	vars := strings.NewReplacer("[[.Module]]", o.Module, "[[.Name]]", o.Name, "[[.Version]]", o.Version, "[[.GoVersion]]", o.GoVersion)
+	library := ""
+	if o.Replace != "" {
+		library = strings.ReplaceAll(vendoredLibrary, "[[.VendorDir]]", VendorDir)
+	}
+	vars := strings.NewReplacer("[[.Module]]", o.Module, "[[.Name]]", o.Name, "[[.Version]]", o.Version, "[[.GoVersion]]", o.GoVersion,
+		"[[.Library]]\n", library)
 	var outs []out
 	err := fs.WalkDir(files, "template", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -100,13 +119,22 @@ func Write(o Options) ([]string, error) {
 			return fmt.Errorf("template %s: unknown placeholder at %q", p, text[i:min(len(text), i+20)])
 		}
 		if rel == "go.mod" && o.Replace != "" {
-			text += "\nreplace github.com/mcptasks/mcptasks => " + o.Replace + "\n"
+			text += "\nreplace " + LibraryModule + " => ./" + VendorDir + "\n"
 		}
 		outs = append(outs, out{rel, []byte(text)})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if o.Replace != "" {
+		lib, err := vendorLibrary(o.Replace, outs)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range lib {
+			outs = append(outs, out{VendorDir + "/" + f.rel, f.data})
+		}
 	}
 	var exist []string
 	for _, f := range outs {
@@ -139,5 +167,102 @@ func Write(o Options) ([]string, error) {
 		}
 		wrote = append(wrote, f.rel)
 	}
+	slices.Sort(wrote)
 	return wrote, nil
+}
+
+// vendoredLibrary is the README's section on the copy of the library.
+const vendoredLibrary = `## The mcptasks library
+
+` + "`[[.VendorDir]]/`" + ` is a copy of the mcptasks packages this module uses, taken from the checkout
+` + "`mcptasks init`" + ` ran in; ` + "`go.mod`" + ` replaces the library with it, so the module builds wherever it
+is copied (Vercel's builder, ` + "`sam build`" + `, CI), without the checkout. To move to a published
+version of mcptasks, drop the copy and the replace and require directives, and require the release:
+
+` + "```sh" + `
+rm -rf [[.VendorDir]]
+go mod edit -dropreplace=github.com/mcptasks/mcptasks -droprequire=github.com/mcptasks/mcptasks
+go get github.com/mcptasks/mcptasks@latest
+go mod tidy
+` + "```" + `
+
+`
+
+// libFile is a file of a module: its slash-separated path and contents.
+type libFile struct {
+	rel  string
+	data []byte
+}
+
+// vendorLibrary returns the files of the library in checkout that the
+// generated files gen need: the go.mod, go.sum and licence of the module,
+// and every package gen imports, directly or through another one (each
+// package's files but its tests), with paths relative to the checkout.
+func vendorLibrary(checkout string, gen []libFile) ([]libFile, error) {
+	root := os.DirFS(checkout)
+	var files []libFile
+	for _, name := range []string{"go.mod", "go.sum", "LICENSE"} {
+		b, err := fs.ReadFile(root, name)
+		if errors.Is(err, fs.ErrNotExist) && name != "go.mod" {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("copying the library from %s: %w", checkout, err)
+		}
+		files = append(files, libFile{name, b})
+	}
+	seen := map[string]bool{}
+	var queue []string
+	need := func(src []byte, from string) error {
+		f, err := parser.ParseFile(token.NewFileSet(), from, src, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("copying the library: %w", err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rel, ok := strings.CutPrefix(p, LibraryModule+"/")
+			if ok && !seen[rel] {
+				seen[rel] = true
+				queue = append(queue, rel)
+			}
+		}
+		return nil
+	}
+	for _, f := range gen {
+		if strings.HasSuffix(f.rel, ".go") {
+			if err := need(f.data, f.rel); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		entries, err := fs.ReadDir(root, dir)
+		if err != nil {
+			return nil, fmt.Errorf("copying the library from %s: package %s: %w", checkout, dir, err)
+		}
+		n := len(files)
+		for _, e := range entries {
+			name := e.Name()
+			if !e.Type().IsRegular() || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				continue
+			}
+			b, err := fs.ReadFile(root, dir+"/"+name)
+			if err != nil {
+				return nil, fmt.Errorf("copying the library from %s: %w", checkout, err)
+			}
+			files = append(files, libFile{dir + "/" + name, b})
+			if strings.HasSuffix(name, ".go") {
+				if err := need(b, dir+"/"+name); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !slices.ContainsFunc(files[n:], func(f libFile) bool { return strings.HasSuffix(f.rel, ".go") }) {
+			return nil, fmt.Errorf("copying the library from %s: package %s has no Go files", checkout, dir)
+		}
+	}
+	slices.SortFunc(files, func(a, b libFile) int { return strings.Compare(a.rel, b.rel) })
+	return files, nil
 }

@@ -342,6 +342,8 @@ type Bundle struct {
 	// stop ends what the bundle started in the background (the JWKS
 	// refresh); Close calls it.
 	stop context.CancelFunc
+	// now is the clock of WithClock (nil: the wall clock).
+	now func() time.Time
 }
 
 // EmbeddedRedis is an in-process Redis server (pkg/embedredis), the local
@@ -367,6 +369,17 @@ type options struct {
 	queues   map[string]QueueFactory
 	embedded func() (EmbeddedRedis, error)
 	redis    []func(*rueidis.ClientOption)
+	now      func() time.Time
+}
+
+// WithClock runs the bundle on the clock now instead of the wall clock:
+// the engine (tasks.Options.Now, unless the app's Options set another)
+// and the Redis queue (redisqueue.Options.Now) read it, so sleeps, input
+// deadlines, retries and poll advice follow it. Keys expire on the Redis
+// server's own clock: pass an embedded Redis that follows now too
+// (embedredis.StartWith). For tests (pkg/platform/local/localtest).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
 }
 
 // WithQueue makes the queue called name (Config.Queue, MCPTASKS_QUEUE)
@@ -595,6 +608,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		}
 		b.telemetry = tel
 	}
+	b.now = o.now
 	if b.Queue, err = b.newQueue(ctx, prefix, o); err != nil {
 		b.Close()
 		return nil, err
@@ -651,6 +665,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		TracerProvider:     tel.TracerProvider,
 		MeterProvider:      tel.MeterProvider,
 		Jobs:               tasks.JobOptions{Disable: cfg.NoJobs},
+		Now:                o.now,
 	}
 	if app.Options != nil {
 		app.Options(&topts)
@@ -680,6 +695,7 @@ func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.
 			Shards:     b.redisShards(),
 			Visibility: cfg.Visibility,
 			Logger:     b.log,
+			Now:        b.now,
 		})
 		return b.consumer, nil
 	}

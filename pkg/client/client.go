@@ -171,8 +171,15 @@ func WithClientInfo(name, version string) Option {
 
 // RetryPolicy is the jittered exponential backoff applied to transient
 // failures: network errors, a request's own deadline, HTTP 5xx, 408 and
-// 429, and JSON-RPC -32603. The zero value means the defaults.
+// 429, and JSON-RPC -32603. What cannot heal is never retried: a URL that
+// is not http:// or https:// ([BadURLError]), a TLS handshake with a
+// plain HTTP server or an untrusted certificate, any other 4xx. The zero
+// value means the defaults.
 type RetryPolicy struct {
+	// Attempts, when positive, bounds the attempts of one request (the
+	// first one included), whatever GiveUpAfter allows: the error then says
+	// "gave up after Attempts attempts".
+	Attempts int
 	// Initial is the first wait (default 250ms); each retry doubles it up
 	// to Max (default 5s). Each wait is drawn at random from its upper half
 	// (jitter), so that clients that failed together do not retry together.

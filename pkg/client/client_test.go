@@ -957,3 +957,40 @@ func TestCallFallsBackToPolling(t *testing.T) {
 		t.Errorf("WithPolling: subscriptions/listen sent again")
 	}
 }
+
+// TestUnhealableErrorsAreNotRetried: what no retry can change fails at the
+// first attempt: a URL without an http(s) scheme, and TLS spoken to a
+// plain HTTP server.
+func TestUnhealableErrorsAreNotRetried(t *testing.T) {
+	srv := faketasks.New(map[string]faketasks.Tool{"greet": {Sync: text("hi")}}, nil)
+	defer srv.Close()
+	for _, url := range []string{strings.TrimPrefix(srv.URL, "http://"), "localhost:8080/mcp", "ftp://localhost/mcp", strings.Replace(srv.URL, "http://", "https://", 1)} {
+		c, rec := newClient(srv)
+		c.url = url
+		_, err := c.ListTools(context.Background())
+		if err == nil || strings.Contains(err.Error(), "gave up") || len(rec.all()) != 0 {
+			t.Errorf("%s: err %v after %d retries, want one attempt", url, err, len(rec.all()))
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
+}
+
+// TestRetryAttempts: RetryPolicy.Attempts bounds the attempts, whatever
+// time GiveUpAfter leaves, and the error counts them.
+func TestRetryAttempts(t *testing.T) {
+	srv := faketasks.New(map[string]faketasks.Tool{"greet": {Sync: text("hi")}},
+		&faketasks.Options{Fault: func(faketasks.Request) *faketasks.Fault {
+			return &faketasks.Fault{Status: http.StatusServiceUnavailable}
+		}})
+	defer srv.Close()
+	c, _ := newClient(srv, WithRetry(RetryPolicy{Initial: ms(1), Max: ms(2), Attempts: 3}))
+	_, err := c.ListTools(context.Background())
+	if err == nil || !strings.HasSuffix(err.Error(), "(gave up after 3 attempts)") {
+		t.Errorf("err %v, want one that gave up after 3 attempts", err)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3", n)
+	}
+}

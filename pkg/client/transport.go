@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,7 +108,7 @@ func (c *Client) do(ctx context.Context, cl call, idempotent bool, out any) erro
 			first = time.Now()
 		}
 		wait := c.backoff(attempt)
-		if time.Since(first)+wait > c.retry.GiveUpAfter {
+		if (c.retry.Attempts > 0 && attempt >= c.retry.Attempts) || time.Since(first)+wait > c.retry.GiveUpAfter {
 			return fmt.Errorf("%w (gave up after %d attempts)", ae.err, attempt)
 		}
 		c.log.WarnContext(ctx, "mcp request failed; retrying", "method", cl.method, "name", cl.name,
@@ -133,6 +134,9 @@ func (c *Client) once(ctx context.Context, cl call) (json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cl.method, err)
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" || req.URL.Host == "" {
+		return nil, fmt.Errorf("%s: %w", cl.method, &BadURLError{URL: c.url})
 	}
 	for k, v := range c.header {
 		req.Header[k] = append([]string(nil), v...)
@@ -164,8 +168,10 @@ func (c *Client) once(ctx context.Context, cl call) (json.RawMessage, error) {
 		}
 		// A request deadline of our own, a refused connection, a reset: the
 		// next attempt may well succeed. Only a failure to connect proves
-		// that the server never saw the request.
-		return nil, &attemptError{err: fmt.Errorf("%s: %w", cl.method, err), transient: true, unsent: dialFailed(err)}
+		// that the server never saw the request. A TLS handshake that
+		// cannot succeed (a plain HTTP server, a certificate this client
+		// does not trust) fails the same way every time.
+		return nil, &attemptError{err: fmt.Errorf("%s: %w", cl.method, err), transient: !tlsMismatch(err), unsent: dialFailed(err)}
 	}
 	defer resp.Body.Close()
 	msg, err := c.readResponse(resp, id)
@@ -294,6 +300,25 @@ func readSSE(r io.Reader, id int64) (*rpcResponse, error) {
 
 func retryableStatus(code int) bool {
 	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+}
+
+// BadURLError is the error of a request to a URL that is not an absolute
+// http or https URL (such as one without a scheme, "127.0.0.1:8080/mcp").
+type BadURLError struct {
+	URL string
+}
+
+func (e *BadURLError) Error() string {
+	return fmt.Sprintf("%q is not an http:// or https:// URL", e.URL)
+}
+
+// tlsMismatch reports whether err is a TLS handshake that no retry can
+// complete: the server answered in plain HTTP, or its certificate does not
+// verify.
+func tlsMismatch(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var rh tls.RecordHeaderError
+	return errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &cv) || errors.As(err, &rh)
 }
 
 // dialFailed reports whether err is a failure to connect, before any byte

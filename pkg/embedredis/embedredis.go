@@ -17,10 +17,15 @@
 // between their time and two ticks after it. Relative expiries (PEXPIRE)
 // may fire up to one tick early; only the long-lived index and queue keys
 // use them.
+//
+// The clock need not be the wall clock: [StartWith] takes the clock of a
+// test (pkg/platform/local/localtest), and [Server.Sync] applies its jumps
+// at once.
 package embedredis
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -33,18 +38,41 @@ const Tick = 100 * time.Millisecond
 // Server is a running embedded Redis.
 type Server struct {
 	*miniredis.Miniredis
+	now  func() time.Time
 	stop chan struct{}
 	done chan struct{}
+
+	mu   sync.Mutex
+	last time.Time // the clock's time at the last Sync
 }
 
-// Start runs an embedded Redis on a free loopback port.
-func Start() (*Server, error) {
+// Options configures [StartWith]. The zero value is what [Start] uses.
+type Options struct {
+	// Now is the clock keys expire on (default time.Now).
+	Now func() time.Time
+}
+
+// Start runs an embedded Redis on a free loopback port, its keys expiring
+// on the wall clock.
+func Start() (*Server, error) { return StartWith(nil) }
+
+// StartWith runs an embedded Redis on a free loopback port with options
+// (nil means the defaults).
+func StartWith(opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	m := miniredis.NewMiniRedis()
-	m.SetTime(time.Now().Add(-Tick))
+	last := o.Now()
+	m.SetTime(last.Add(-Tick))
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("starting the embedded Redis: %w", err)
 	}
-	s := &Server{Miniredis: m, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{Miniredis: m, now: o.Now, stop: make(chan struct{}), done: make(chan struct{}), last: last}
 	go s.expire()
 	return s, nil
 }
@@ -53,17 +81,29 @@ func (s *Server) expire() {
 	defer close(s.done)
 	t := time.NewTicker(Tick)
 	defer t.Stop()
-	last := time.Now()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case now := <-t.C:
-			s.SetTime(now.Add(-Tick))
-			s.FastForward(now.Sub(last))
-			last = now
+		case <-t.C:
+			s.Sync()
 		}
 	}
+}
+
+// Sync moves the server's time to its clock's now (one tick behind, see
+// the package comment), expiring the keys whose time has come. It runs
+// every Tick; call it after a test clock's jump to apply the jump at once.
+func (s *Server) Sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if !now.After(s.last) {
+		return
+	}
+	s.SetTime(now.Add(-Tick))
+	s.FastForward(now.Sub(s.last))
+	s.last = now
 }
 
 // Close stops the server.

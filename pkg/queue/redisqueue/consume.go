@@ -87,7 +87,8 @@ func newGroup(q *Queue) *group {
 	return &group{q: q, kick: make(chan struct{}, 1), resched: make(chan struct{}, 1), shards: make([]shardState, len(q.keys))}
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+// nowMs is the queue's clock in Unix milliseconds.
+func (q *Queue) nowMs() int64 { return q.o.Now().UnixMilli() }
 
 // nextLocked is when shard s must be looked at: when a message is due
 // there, or when it was last looked at a poll interval ago.
@@ -194,7 +195,7 @@ func (g *group) failed(k int) {
 	s := &g.shards[k]
 	s.inflight--
 	s.busy = false
-	retry := nowMs() + errorBackoff.Milliseconds()
+	retry := g.q.nowMs() + errorBackoff.Milliseconds()
 	s.due = retry
 	s.looked = max(s.looked, retry-g.q.o.Poll.Milliseconds())
 	g.changedLocked(s)
@@ -221,7 +222,7 @@ func (g *group) setSubscribed(up bool) {
 // changedLocked wakes a consumer if shard s must be looked at now, and
 // else has the scheduler look at its timer.
 func (g *group) changedLocked(s *shardState) {
-	if g.pickableLocked(s, nowMs()) {
+	if g.pickableLocked(s, g.q.nowMs()) {
 		g.kickOne()
 		return
 	}
@@ -249,7 +250,7 @@ func (g *group) schedule(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		now := nowMs()
+		now := g.q.nowMs()
 		d := g.q.o.Poll
 		if e := g.earliest(now); e != never {
 			// A millisecond more: the shard is then due by the clock
@@ -284,7 +285,7 @@ func (g *group) subscribe(ctx context.Context) {
 			if s.Kind != "subscribe" || !ok {
 				return
 			}
-			g.markAt(k, nowMs())
+			g.markAt(k, g.q.nowMs())
 			if confirmed.Add(1) == int64(len(byChannel)) {
 				g.setSubscribed(true)
 			}
@@ -300,7 +301,7 @@ func (g *group) subscribe(ctx context.Context) {
 			}
 			at, err := strconv.ParseFloat(m.Message, 64)
 			if err != nil {
-				at = float64(nowMs())
+				at = float64(g.q.nowMs())
 			}
 			g.markAt(k, int64(at))
 		})
@@ -351,7 +352,7 @@ func (g *group) consume(ctx context.Context, h Handler) {
 			run++
 		} else {
 			run = 0
-			now := nowMs()
+			now := g.q.nowMs()
 			k, gen, ok := g.pick(now)
 			if !ok {
 				select {
@@ -412,7 +413,7 @@ func (g *group) handle(ctx context.Context, h Handler, d Delivery, offer bool) *
 	}
 	if err != nil {
 		q.o.Logger.Warn("task handler failed; message will be redelivered", "task", d.TaskID, "err", err)
-		at := time.Now().Add(time.Second)
+		at := q.o.Now().Add(time.Second)
 		if err := q.Retry(hctx, d, at); err != nil {
 			q.o.Logger.Warn("queue retry failed", "err", err)
 		}
@@ -425,7 +426,7 @@ func (g *group) handle(ctx context.Context, h Handler, d Delivery, offer bool) *
 		// (no wake): look at its shard to learn when, unless the
 		// hand-back did.
 		if !learnt {
-			g.markAt(k, nowMs())
+			g.markAt(k, g.q.nowMs())
 		}
 		return held
 	case Removed:
@@ -449,7 +450,7 @@ func (g *group) release(ctx context.Context, d Delivery) {
 	q := g.q
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	now := strconv.FormatInt(nowMs(), 10)
+	now := strconv.FormatInt(g.q.nowMs(), 10)
 	done, err := ackScript.Exec(rctx, q.c, []string{q.keys[d.shard]}, []string{d.TaskID, d.receipt, now}).AsInt64()
 	if err == nil && done == 1 {
 		err = q.c.Do(rctx, q.c.B().Publish().Channel(q.wakes[d.shard]).Message(now).Build()).Error()

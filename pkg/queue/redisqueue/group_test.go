@@ -9,7 +9,7 @@ import (
 // every shard at now and found each empty.
 func settledGroup(t *testing.T, n int, now int64) *group {
 	t.Helper()
-	q := &Queue{o: Options{Poll: time.Hour}}
+	q := &Queue{o: Options{Poll: time.Hour, Now: time.Now}}
 	for range n {
 		q.keys, q.wakes = append(q.keys, "k"), append(q.wakes, "w")
 	}
@@ -31,7 +31,7 @@ func settledGroup(t *testing.T, n int, now int64) *group {
 // A wake that arrives while a receive on its shard is under way survives
 // the receive's reply, which may predate the enqueue it announced.
 func TestWakeDuringReceiveIsKept(t *testing.T) {
-	now := nowMs()
+	now := time.Now().UnixMilli()
 	g := settledGroup(t, 2, now)
 	g.markAt(1, now)
 	k, gen, ok := g.pick(now)
@@ -48,7 +48,7 @@ func TestWakeDuringReceiveIsKept(t *testing.T) {
 // An idle shard is looked at by one receive at a time; a busy one (its
 // last receive took a message and saw another due) by several.
 func TestOneReceiveAtATimeUnlessBusy(t *testing.T) {
-	now := nowMs()
+	now := time.Now().UnixMilli()
 	g := settledGroup(t, 1, now)
 	g.markAt(0, now)
 	_, gen, ok := g.pick(now)
@@ -68,7 +68,7 @@ func TestOneReceiveAtATimeUnlessBusy(t *testing.T) {
 
 // Consumers take due shards in turn.
 func TestPickTakesShardsInTurn(t *testing.T) {
-	now := nowMs()
+	now := time.Now().UnixMilli()
 	g := settledGroup(t, 3, now)
 	var order []int
 	for range 6 {
@@ -93,7 +93,7 @@ func TestPickTakesShardsInTurn(t *testing.T) {
 
 // A known delayed message sets the scheduler's next wake-up.
 func TestEarliestFollowsDueTimes(t *testing.T) {
-	now := nowMs()
+	now := time.Now().UnixMilli()
 	g := settledGroup(t, 2, now)
 	g.markAt(1, now+500)
 	if e := g.earliest(now); e != now+500 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -78,7 +77,7 @@ func (q *Queue) HandBackFor(ctx context.Context, taskID string) *HandBack {
 // script's receive() call (see [LuaReceive]), from the clock of this call.
 func (hb *HandBack) Args() (now, receipt string) {
 	hb.asked = true
-	hb.lookedAt = time.Now().UnixMilli()
+	hb.lookedAt = hb.q.nowMs()
 	hb.receipt = hb.q.receipt(hb.lookedAt)
 	return strconv.FormatInt(hb.lookedAt, 10), hb.receipt
 }

@@ -59,6 +59,12 @@ type Options struct {
 	KeyTTL time.Duration
 	// Logger for consumer errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock that due times and receipts are read on (default
+	// time.Now). Every process of a deployment, and the store that
+	// enqueues through the queue, must use the same clock: a test clock
+	// (pkg/platform/local/localtest) moves all of them at once. After a
+	// clock jumps forward, [Queue.Wake] has the consumers look at once.
+	Now func() time.Time
 }
 
 // Queue is a delayed, at-least-once queue in Redis sorted sets (one per
@@ -111,6 +117,9 @@ func New(c rueidis.Client, opts *Options) *Queue {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	q := &Queue{c: c, o: o}
 	switch {
@@ -251,12 +260,33 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	}
 	at := notBefore.UnixMilli()
 	if notBefore.IsZero() {
-		at = time.Now().UnixMilli()
+		at = q.nowMs()
 	}
 	key, wake := q.KeysFor(taskID)
 	err := enqueueScript.Exec(ctx, q.c, []string{key}, []string{taskID, strconv.FormatInt(at, 10), q.ttl(), wake}).Error()
 	if err != nil {
 		return fmt.Errorf("queue: enqueue %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// Wake tells the consumers of every process (see [Queue.Consume]) that
+// messages may be due now on every shard, as an enqueue does for its own:
+// they look at once instead of at the times they learnt. A test whose
+// clock (Options.Now) jumps forward calls it after the jump.
+func (q *Queue) Wake(ctx context.Context) error {
+	if q.misuse != nil {
+		return q.misuse
+	}
+	now := strconv.FormatInt(q.nowMs(), 10)
+	cmds := make(rueidis.Commands, len(q.wakes))
+	for i, w := range q.wakes {
+		cmds[i] = q.c.B().Publish().Channel(w).Message(now).Build()
+	}
+	for _, r := range q.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("queue: wake: %w", err)
+		}
 	}
 	return nil
 }
@@ -326,7 +356,7 @@ func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 	start := int(q.cursor.Add(1) % uint32(n))
 	earliest := int64(never)
 	for i := range n {
-		now := time.Now().UnixMilli()
+		now := q.nowMs()
 		d, ok, next, err := q.receiveShard(ctx, (start+i)%n, now)
 		if err != nil || ok {
 			return d, ok, 0, err
@@ -335,7 +365,7 @@ func (q *Queue) Receive(ctx context.Context) (d Delivery, ok bool, wait time.Dur
 	}
 	wait = q.o.Poll
 	if earliest != never {
-		wait = min(wait, max(time.Until(time.UnixMilli(earliest)), time.Millisecond))
+		wait = min(wait, max(time.UnixMilli(earliest).Sub(q.o.Now()), time.Millisecond))
 	}
 	return d, false, wait, nil
 }
