@@ -51,6 +51,15 @@ type Options struct {
 	// the final writes (default 10% of MaxDuration, at least 1s).
 	MaxDuration  time.Duration
 	SafetyMargin time.Duration
+	// Lease is how long a worker's claim on a task lasts unless renewed
+	// (default DefaultLease). With a store that renews leases
+	// (LeaseRenewer) the worker renews it every third of Lease while the
+	// invocation runs, so that a worker that dies loses the task, and the
+	// task is delivered again, within Lease; a step that ends before the
+	// first renewal costs nothing more. The step budget (MaxDuration) is
+	// independent of it. A Lease at least MaxDuration plus SafetyMargin, or
+	// a store that cannot renew, makes the claim last the whole invocation.
+	Lease time.Duration
 	// StepsPerInvocation is how many new Do steps one invocation may run
 	// (default 1: one step per invocation). More steps run only while the
 	// budget lasts.
@@ -114,6 +123,10 @@ type Options struct {
 	MeterProvider metric.MeterProvider
 }
 
+// DefaultLease is Options.Lease's default: a worker that dies mid-step
+// is replaced 7 to 10 seconds later (the lease is renewed every 3.3 s).
+const DefaultLease = 10 * time.Second
+
 // MaxTTL caps a task's TTL.
 const MaxTTL = 7 * 24 * time.Hour
 
@@ -146,6 +159,9 @@ func (o *Options) fill() {
 	}
 	if o.SafetyMargin >= o.MaxDuration {
 		o.SafetyMargin = o.MaxDuration / 2
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
 	}
 	if o.StepsPerInvocation <= 0 {
 		o.StepsPerInvocation = 1

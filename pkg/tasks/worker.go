@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -62,7 +63,8 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		start = time.Now()
 	}
 	now := s.now()
-	c, err := s.store.Claim(ctx, id, now, s.opts.MaxDuration+s.opts.SafetyMargin)
+	lease, renewer := s.lease()
+	c, err := s.store.Claim(ctx, id, now, lease)
 	// The invocation's span joins the task's trace, known from the claim.
 	ctx, span := s.advanceSpan(ctx, id, c, start, err)
 	defer func() { endAdvance(span, res, err) }()
@@ -74,7 +76,11 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	case errors.Is(err, ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	case errors.Is(err, ErrLeased):
-		return AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}, nil
+		res := AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}
+		if !s.dispatch {
+			return res, w.leased(ctx, id, now)
+		}
+		return res, nil // the claim made the message due at the lease's end
 	case err != nil:
 		s.storeFailed(ctx, "claim")
 		return AdvanceResult{}, err
@@ -104,11 +110,20 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		}
 		return res, nil
 	}
+	hb := w.heartbeat(ctx, renewer, c, c.Task.LeaseUntil)
+	defer hb.stop()
 	t := s.tools[c.Task.Tool]
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
 		log: s.log, tool: c.Task.Tool, tramps: s.tramps,
+	}
+	if !c.Lost.IsZero() {
+		// The worker before was lost holding the task: history for
+		// operators, written with this run's first write (its step's name
+		// is set when the run starts a step, see doDurable).
+		w.log.Warn("task delivered again: the worker that held it was lost", "task", id, "lease_ended", c.Lost, "attempt", c.Attempts)
+		r.pending = append(r.pending, Entry{Kind: KindLost, At: c.Lost, Until: now, Attempt: max(c.Attempts-1, 0)})
 	}
 	var out outcome
 	if t == nil {
@@ -118,9 +133,136 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		r.stepDefaults = t.stepDefaults
 		out = execute(r, t.bind(c.Task.Args))
 	}
+	// No renewal outlives the run: the last write below settles the lease
+	// and the task's message.
+	hb.stop()
 	// Writes use the caller's context, not the step budget: the safety
 	// margin is there for them.
 	return w.finish(ctx, r, out)
+}
+
+// lease returns how long a claim lasts, and the store's LeaseRenewer when
+// the worker renews it (nil: the claim lasts the whole invocation).
+func (s *Server) lease() (time.Duration, LeaseRenewer) {
+	whole := s.opts.MaxDuration + s.opts.SafetyMargin
+	if r, ok := s.store.(LeaseRenewer); ok && s.opts.Lease < whole {
+		return s.opts.Lease, r
+	}
+	return whole, nil
+}
+
+// renewEvery is how often a worker renews its lease: three renewals per
+// lease, so that one that fails or comes late costs nothing.
+func (s *Server) renewEvery() time.Duration { return s.opts.Lease / 3 }
+
+// leased handles a delivery of task id that found it leased by another
+// worker, on a store that does not dispatch (a dispatching store's claim
+// made the task's message due at the lease's end itself): the task is
+// delivered again when that lease ends, on a queue that keeps one message
+// per task (a Deferrer, whose message the holder moves along with its
+// renewals), or on any queue when the lease ends within a renewal (the
+// holder's last renewal message may have come before it by clock skew, a
+// visibility timeout may have run out just before it). A lease further
+// off is renewed by a live holder, whose renewals send their own
+// messages: this delivery is dropped, as a duplicate.
+func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
+	t, err := w.s.store.Peek(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		w.s.storeFailed(ctx, "peek")
+		return err
+	}
+	if !t.LeaseUntil.After(now) {
+		return nil // released meanwhile: its next turn is queued
+	}
+	if _, deferrer := w.s.queue.(Deferrer); !deferrer && t.LeaseUntil.Sub(now) > w.s.renewEvery() {
+		return nil
+	}
+	return w.s.enqueue(ctx, id, t.LeaseUntil)
+}
+
+// heartbeat keeps an invocation's lease: from a timer, every renewEvery
+// until stop, it renews the lease and, on a store that does not dispatch,
+// moves the task's message to the lease's new end (see Deferrer), so that
+// the task is delivered again when the lease runs out if this process
+// dies. It reports nothing to the run: a lost claim shows in the run's
+// next write or cancellation poll. An invocation that ends before the
+// first renewal costs a timer, and no round trip.
+type heartbeat struct {
+	w   *worker
+	ctx context.Context
+	r   LeaseRenewer
+	c   *Claim
+
+	// mu is held while a renewal runs, so that stop waits for it: no
+	// renewal moves the task's message after the run's last write.
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+// heartbeat starts renewing c's lease with r every renewEvery; nil (a
+// heartbeat that does nothing) when r is nil or the lease ends before the
+// first renewal could matter.
+func (w *worker) heartbeat(ctx context.Context, r LeaseRenewer, c *Claim, until time.Time) *heartbeat {
+	if r == nil || until.IsZero() {
+		return nil
+	}
+	h := &heartbeat{w: w, ctx: ctx, r: r, c: c}
+	h.t = time.AfterFunc(w.s.renewEvery(), h.beat)
+	return h
+}
+
+// beat renews the lease once and arms the next renewal.
+func (h *heartbeat) beat() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	s, id := h.w.s, h.c.Task.ID
+	every := s.renewEvery()
+	ctx, cancel := context.WithTimeout(h.ctx, every)
+	defer cancel()
+	now := s.now()
+	err := h.r.RenewLease(ctx, h.c, now, s.opts.Lease)
+	switch {
+	case errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound):
+		// Another worker claimed the task, or it ended: nothing is left to
+		// renew.
+		h.stopped = true
+		return
+	case err != nil:
+		// The lease lasts two more renewals: the next one may get through.
+		s.storeFailed(ctx, "renew")
+		h.w.log.Warn("renewing a task's lease failed", "task", id, "err", err)
+	case !s.dispatch:
+		// A dispatching store moved the message in the renewal itself.
+		until := now.Add(s.opts.Lease)
+		if d, ok := s.queue.(Deferrer); ok {
+			err = d.Defer(ctx, id, until)
+		} else {
+			err = s.enqueue(ctx, id, until)
+		}
+		if err != nil {
+			h.w.log.Warn("queueing a task's delivery at its lease's end failed", "task", id, "err", err)
+		}
+	}
+	h.t.Reset(every)
+}
+
+// stop ends the renewals, waiting for one under way. It is safe on a nil
+// heartbeat and more than once.
+func (h *heartbeat) stop() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.t.Stop()
 }
 
 // finish writes how the run ended and enqueues the task's next turn.
@@ -282,6 +424,11 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		panic(suspend{kind: suspendContinue})
 	}
 	r.newSteps++
+	for i := range r.pending {
+		if e := &r.pending[i]; e.Kind == KindLost && e.Name == "" {
+			e.Name = name // the step the lost worker ran (see Advance)
+		}
+	}
 	switch {
 	case r.charged:
 		one := 1
