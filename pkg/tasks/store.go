@@ -370,13 +370,14 @@ type Store interface {
 // an Update that resumes the task, or after a worker's Commit that releases
 // or parks it: the store has enqueued it (at the wake time or deadline for
 // a sleep or a parked task with one), or dropped its message when it ended
-// or parked without a deadline. A Claim that takes a lease makes the
-// task's message due at the lease's end, and so does a RenewLease (see
-// LeaseRenewer) at the renewed end, in the same write: if the worker dies,
-// the task is delivered again when its lease runs out. A Claim that finds
-// a live lease makes the message due at that lease's end. Explicit
-// enqueues (a sleeping task's chained delay, the sweeper) still go through
-// the Queue.
+// or parked without a deadline. A RenewLease (see LeaseRenewer) makes the
+// task's message due at the renewed lease's end, in the same write, so
+// that if the worker dies the task is delivered again when its lease runs
+// out; and a Claim that finds a live lease makes the message due at that
+// lease's end. (Before the first renewal, the delivery that the claim
+// answers stays hidden for the queue's visibility timeout, which a
+// deployment sets to about the lease.) Explicit enqueues (a sleeping
+// task's chained delay, the sweeper) still go through the Queue.
 type Dispatcher interface {
 	Dispatches() bool
 }

@@ -36,11 +36,13 @@
 // A worker's claim stamps the task's lease end (field lease) and bumps its
 // fencing generation (gen); RenewLease (tasks.LeaseRenewer) moves the end
 // while the generation holds, and a claim that finds an end that ran out
-// without a release reports it (tasks.Claim.Lost). With Options.Queue, the
-// claim and each renewal also hold the task's queue message until the
-// lease's end in the same script (redisqueue.LuaHold), so that a worker
-// that dies is replaced when its lease runs out without anything being
-// sent for it.
+// without a release reports it (tasks.Claim.Lost). With Options.Queue,
+// each renewal also holds the task's queue message until the lease's new
+// end in the same script (redisqueue.LuaHold), so that a worker that dies
+// is replaced when its lease runs out without anything being sent for it;
+// before the first renewal, the receipt of the delivery the claim answered
+// does it, when the queue's visibility timeout is about the lease (as the
+// bundle sets it).
 //
 // With Options.Wait, the transitions a client sees (create, update,
 // cancel) and every commit of a worker wait until that many replicas have

@@ -306,8 +306,15 @@ var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", 
 // was requested), L (leased), P (parked for input), W (sleeping until wake)
 // or C (claimed); record is the task hash for T and X, and the values of
 // claimFields for C; lost is the end of the lease a claim C took over (its
-// holder was lost), else 0. The task's message is held until the lease's
-// end (L: the live one's, C: the new one's).
+// holder was lost), else 0. L holds the task's message until the live
+// lease's end. C leaves the message as the delivery left it: a receipt
+// that runs out with the queue's visibility timeout, which the deployment
+// sets to the lease (bundle: MCPTASKS_QUEUE_VISIBILITY defaults to
+// MCPTASKS_LEASE), so that a worker that dies before its first renewal is
+// replaced then too (a delivery that comes a few milliseconds before the
+// lease's end finds it live, and L holds the message until it ends).
+// Moving it here would cost every step two commands for a correction of
+// those milliseconds.
 var claimLua = luaTerminal + `
 local CLAIMFIELDS = {'` + strings.Join(claimFields, "', '") + `'}` + `
 local now = tonumber(ARGV[1])
@@ -348,7 +355,6 @@ if f.status == 'input_required' then
 else
   redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', ends)
 end
-holdq(ends)
 -- The journal and responses unless the task is known to have none.
 local journal, responses = {}, {}
 if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
