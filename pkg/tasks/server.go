@@ -53,10 +53,11 @@ type Options struct {
 	SafetyMargin time.Duration
 	// Lease is how long a worker's claim on a task lasts unless renewed
 	// (default DefaultLease). With a store that renews leases
-	// (LeaseRenewer) the worker renews it every third of Lease while the
-	// invocation runs, so that a worker that dies loses the task, and the
-	// task is delivered again, within Lease; a step that ends before the
-	// first renewal costs nothing more. The step budget (MaxDuration) is
+	// (LeaseRenewer) the worker renews it every third of Lease while a step
+	// runs (with the step's CancelPoll) and before each new step, so that a
+	// worker that dies loses the task, and the task is delivered again,
+	// within Lease; a step that ends before the first renewal costs nothing
+	// more. The step budget (MaxDuration) is
 	// independent of it. A Lease at least MaxDuration plus SafetyMargin, or
 	// a store that cannot renew, makes the claim last the whole invocation.
 	// Leases are stamped by each worker's clock: the clocks of a

@@ -384,10 +384,10 @@ type Dispatcher interface {
 
 // A LeaseRenewer is a Store whose leases a worker can renew while it runs:
 // the Server then claims a task for Options.Lease only, and renews the
-// lease every third of it until the invocation's last write, so that a
-// worker that dies loses the task within Options.Lease, and the task is
-// delivered again then (see Dispatcher, and Deferrer for a store that does
-// not dispatch). A Store that is not a LeaseRenewer gets claims that last
+// lease every third of it while a step runs and before each new step, so
+// that a worker that dies loses the task within Options.Lease, and the
+// task is delivered again then (see Dispatcher, and Deferrer for a store
+// that does not dispatch). A Store that is not a LeaseRenewer gets claims that last
 // the whole invocation (Options.MaxDuration plus Options.SafetyMargin), as
 // it always has: a dead worker's task then waits for that lease to run out
 // and for the sweeper.
@@ -397,9 +397,9 @@ type LeaseRenewer interface {
 	// under c released, parked or ended the task (a lease that ran out with
 	// neither is still c's, and is renewed). Otherwise it returns ErrFenced
 	// (ErrNotFound if the task is gone) and changes nothing. It reads only
-	// c.Task.ID and c.Gen, and may run concurrently with a Commit under c.
-	// Like Commit, it never fences on the lease's time: a Claim after the
-	// lease ran out is what takes a task away.
+	// c.Task.ID and c.Gen, and leaves c as it is. Like Commit, it never
+	// fences on the lease's time: a Claim after the lease ran out is what
+	// takes a task away.
 	RenewLease(ctx context.Context, c *Claim, now time.Time, lease time.Duration) error
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -39,6 +38,11 @@ type AdvanceResult struct {
 type worker struct {
 	s   *Server
 	log *slog.Logger
+	// renewer renews the lease of the run's claim (nil: its lease lasts
+	// the invocation, or it was lost), and renewed is when the claim was
+	// taken or last renewed (see keepLease).
+	renewer LeaseRenewer
+	renewed time.Time
 }
 
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
@@ -110,8 +114,9 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		}
 		return res, nil
 	}
-	hb := w.heartbeat(ctx, renewer, c, c.Task.LeaseUntil)
-	defer hb.stop()
+	if renewer != nil {
+		w.renewer, w.renewed = renewer, time.Now()
+	}
 	t := s.tools[c.Task.Tool]
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
@@ -133,9 +138,6 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		r.stepDefaults = t.stepDefaults
 		out = execute(r, t.bind(c.Task.Args))
 	}
-	// No renewal outlives the run: the last write below settles the lease
-	// and the task's message.
-	hb.stop()
 	// Writes use the caller's context, not the step budget: the safety
 	// margin is there for them.
 	return w.finish(ctx, r, out)
@@ -183,86 +185,49 @@ func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
 	return w.s.enqueue(ctx, id, t.LeaseUntil)
 }
 
-// heartbeat keeps an invocation's lease: from a timer, every renewEvery
-// until stop, it renews the lease and, on a store that does not dispatch,
-// moves the task's message to the lease's new end (see Deferrer), so that
-// the task is delivered again when the lease runs out if this process
-// dies. It reports nothing to the run: a lost claim shows in the run's
-// next write or cancellation poll. An invocation that ends before the
-// first renewal costs a timer, and no round trip.
-type heartbeat struct {
-	w   *worker
-	ctx context.Context
-	r   LeaseRenewer
-	c   *Claim
-
-	// mu is held while a renewal runs, so that stop waits for it: no
-	// renewal moves the task's message after the run's last write.
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-}
-
-// heartbeat starts renewing c's lease with r every renewEvery; nil (a
-// heartbeat that does nothing) when r is nil or the lease ends before the
-// first renewal could matter.
-func (w *worker) heartbeat(ctx context.Context, r LeaseRenewer, c *Claim, until time.Time) *heartbeat {
-	if r == nil || until.IsZero() {
-		return nil
-	}
-	h := &heartbeat{w: w, ctx: ctx, r: r, c: c}
-	h.t = time.AfterFunc(w.s.renewEvery(), h.beat)
-	return h
-}
-
-// beat renews the lease once and arms the next renewal.
-func (h *heartbeat) beat() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.stopped {
+// keepLease renews the run's lease (see LeaseRenewer) when a renewal is
+// due: every renewEvery since the claim or the last renewal. The worker
+// calls it where a run spends time: on each cancellation poll while a
+// step runs (see runStep), and before a step starts; so a step that ends
+// before the first renewal costs nothing more, not even a timer, and
+// renewals never run beside the run's own writes. On a store that does not
+// dispatch it also moves the task's message to the lease's new end (see
+// Deferrer), so that the task is delivered again when the lease runs out
+// if this process dies. A lost claim shows in the run's next write or
+// cancellation poll; a failed renewal is tried again at the next poll.
+func (w *worker) keepLease(r *run) {
+	if w.renewer == nil || time.Since(w.renewed) < w.s.renewEvery() {
 		return
 	}
-	s, id := h.w.s, h.c.Task.ID
-	every := s.renewEvery()
-	ctx, cancel := context.WithTimeout(h.ctx, every)
+	s, id := w.s, r.taskID
+	// Not bound by the step's budget (a renewal near its end still
+	// matters), but by the renewal interval: a later one is late anyway.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), min(s.opts.StoreTimeout, s.renewEvery()))
 	defer cancel()
-	now := s.now()
-	err := h.r.RenewLease(ctx, h.c, now, s.opts.Lease)
+	now, started := s.now(), time.Now()
+	err := w.renewer.RenewLease(ctx, r.claim, now, s.opts.Lease)
 	switch {
 	case errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound):
-		// Another worker claimed the task, or it ended: nothing is left to
-		// renew.
-		h.stopped = true
+		w.renewer = nil // nothing left to renew: another worker claimed the task, or it ended
 		return
 	case err != nil:
-		// The lease lasts two more renewals: the next one may get through.
 		s.storeFailed(ctx, "renew")
-		h.w.log.Warn("renewing a task's lease failed", "task", id, "err", err)
-	case !s.dispatch:
-		// A dispatching store moved the message in the renewal itself.
-		until := now.Add(s.opts.Lease)
-		if d, ok := s.queue.(Deferrer); ok {
-			err = d.Defer(ctx, id, until)
-		} else {
-			err = s.enqueue(ctx, id, until)
-		}
-		if err != nil {
-			h.w.log.Warn("queueing a task's delivery at its lease's end failed", "task", id, "err", err)
-		}
-	}
-	h.t.Reset(every)
-}
-
-// stop ends the renewals, waiting for one under way. It is safe on a nil
-// heartbeat and more than once.
-func (h *heartbeat) stop() {
-	if h == nil {
+		w.log.Warn("renewing a task's lease failed; retrying", "task", id, "err", err)
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.stopped = true
-	h.t.Stop()
+	w.renewed = started
+	if s.dispatch {
+		return // the renewal moved the message itself
+	}
+	until := now.Add(s.opts.Lease)
+	if d, ok := s.queue.(Deferrer); ok {
+		err = d.Defer(ctx, id, until)
+	} else {
+		err = s.enqueue(ctx, id, until)
+	}
+	if err != nil {
+		w.log.Warn("queueing a task's delivery at its lease's end failed", "task", id, "err", err)
+	}
 }
 
 // finish writes how the run ended and enqueues the task's next turn.
@@ -424,6 +389,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		panic(suspend{kind: suspendContinue})
 	}
 	r.newSteps++
+	w.keepLease(r)
 	for i := range r.pending {
 		if e := &r.pending[i]; e.Kind == KindLost && e.Name == "" {
 			e.Name = name // the step the lost worker ran (see Advance)
@@ -513,6 +479,7 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 			}
 			return res.v, res.err, false
 		case <-tick.C:
+			w.keepLease(r)
 			if r.statusDirty {
 				// The status message the step runs under, written now that
 				// the step takes a while; the write reports a requested
