@@ -278,3 +278,53 @@ func TestDeadWorkerLosesItsLeaseOnAPushQueue(t *testing.T) {
 		t.Errorf("the journaled step ran %d times, want 1", n)
 	}
 }
+
+// A step that runs several times its lease keeps the task: its worker
+// renews the lease while it runs, so every other delivery meanwhile finds
+// it leased, and the step runs once.
+func TestLongStepKeepsItsLease(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		const lease = 300 * time.Millisecond
+		var runs atomic.Int32
+		started := make(chan struct{})
+		h := newHarness(t, backend, tasks.Options{Lease: lease}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "long", Description: "one long step"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					_, err := tasks.Do(st, "work", func(ctx context.Context) (int, error) {
+						if runs.Add(1) == 1 {
+							close(started)
+						}
+						time.Sleep(5 * lease)
+						return 1, nil
+					})
+					return text("ok"), err
+				})
+		})
+		h.work(t, 1)
+		id := h.create(t, "long", nil)
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the step never started")
+		}
+		for range 8 {
+			time.Sleep(lease / 2)
+			res, err := h.srv.Advance(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status.Terminal() {
+				break
+			}
+			if !res.Skipped || res.Reason != "leased by another worker" {
+				t.Fatalf("a delivery while the step ran: %+v, want it refused (leased)", res)
+			}
+		}
+		if done := h.wait(t, id); done.Status != "completed" {
+			t.Fatalf("task ended %+v", done)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("the step ran %d times, want 1", n)
+		}
+	})
+}
