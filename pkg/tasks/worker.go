@@ -466,7 +466,11 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 		v, err := r.callStep(sctx, name, fn)
 		done <- result{v, err}
 	}()
-	tick := time.NewTicker(w.s.opts.CancelPoll)
+	poll := w.s.opts.CancelPoll
+	if w.renewer != nil {
+		poll = min(poll, w.s.renewEvery()) // renewals ride on the poll (see keepLease)
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
 		select {
