@@ -73,10 +73,10 @@ type Config struct {
 	Lease time.Duration
 	// Visibility is MCPTASKS_QUEUE_VISIBILITY (default: Lease): how long a
 	// message a worker of the Redis queue received stays hidden before it
-	// is delivered again, unless the worker's claim moved it to its
-	// lease's end first. At most Lease, a worker that dies before its
-	// first renewal is replaced within it too, and a claim never moves a
-	// message earlier (which would wake every process's consumers).
+	// is delivered again, unless the worker's lease renewals moved it to
+	// the lease's end first. At most Lease, a worker that dies before its
+	// first renewal is replaced within it too, and a renewal never moves a
+	// message earlier (which announces it to every process's consumers).
 	Visibility time.Duration
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
