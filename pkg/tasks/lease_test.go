@@ -328,3 +328,103 @@ func TestLongStepKeepsItsLease(t *testing.T) {
 		}
 	})
 }
+
+// A delivery that finds a task leased, on a store that does not dispatch,
+// brings the task back when the lease ends: always on a queue that keeps
+// one message per task (a Deferrer: the Redis queue on a Cluster), and on
+// a push queue when the lease ends within a renewal interval (a visibility
+// timeout or a renewal's message come a little early); a lease further
+// off is left to its holder's renewals.
+func TestLeasedDeliveryComesBackAtTheLeasesEnd(t *testing.T) {
+	const lease = 3 * time.Second // renewals every second
+	opts := tasks.Options{Lease: lease, Anonymous: true}
+	noop := func(s *tasks.Server) {
+		tasks.AddTool(s, &mcp.Tool{Name: "noop", Description: "one step"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				_, err := tasks.Do(st, "work", func(context.Context) (int, error) { return 1, nil })
+				return text("ok"), err
+			})
+	}
+	// ranAfter requires the task's step to have run after the lease it
+	// was claimed under ended, by a claim that found it lost.
+	ranAfter := func(t *testing.T, rec *redisstore.Record, leaseEnd time.Time) {
+		t.Helper()
+		if len(rec.Journal) != 2 || rec.Journal[0].Kind != tasks.KindLost || rec.Journal[1].Name != "work" ||
+			rec.Journal[1].At.Before(leaseEnd) {
+			t.Errorf("journal %+v: want the lost lease, then the step after %v", rec.Journal, leaseEnd)
+		}
+	}
+	t.Run("Deferrer", func(t *testing.T) {
+		h := newHarness(t, "redis-server", opts, noop) // a store that does not dispatch
+		id := h.create(t, "noop", nil)
+		// A worker claims the task and dies at once (no renewal); its
+		// delivery is acknowledged, as a dead consumer's receipt runs out.
+		c, err := h.store.Claim(t.Context(), id, h.clock.Now(), lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The next delivery finds it leased: the message must come back.
+		h.work(t, 1)
+		if done := h.wait(t, id); done.Status != "completed" {
+			t.Fatalf("task %+v", done)
+		}
+		rec, err := h.store.Inspect(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranAfter(t, rec, c.Task.LeaseUntil)
+	})
+	t.Run("PushQueue", func(t *testing.T) {
+		store := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "e" + tasks.NewID() + ":"})
+		q := &pushQueue{deliveries: make(chan string, 64)}
+		srv := tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, store, q, &opts)
+		noop(srv)
+		ctx := t.Context()
+		created, err := srv.CreateTask(ctx, "anonymous", "noop", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := created.(*tasks.CreateTaskResult).TaskID
+		<-q.deliveries // the creation's
+		c, err := store.Claim(ctx, id, time.Now(), lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := func() int {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			return len(q.sent)
+		}
+		// Far from the lease's end: dropped (a live holder renews).
+		if res, err := srv.Advance(ctx, id); err != nil || res.Reason != "leased by another worker" {
+			t.Fatalf("Advance: %+v, %v", res, err)
+		}
+		if n := sent(); n != 1 {
+			t.Fatalf("%d messages after a delivery far from the lease's end, want only the creation's", n)
+		}
+		// Within a renewal of its end: brought back then.
+		time.Sleep(time.Until(c.Task.LeaseUntil.Add(-lease / 6)))
+		if res, err := srv.Advance(ctx, id); err != nil || res.Reason != "leased by another worker" {
+			t.Fatalf("Advance: %+v, %v", res, err)
+		}
+		q.mu.Lock()
+		last := q.sent[len(q.sent)-1]
+		q.mu.Unlock()
+		if n := sent(); n != 2 || !last.Equal(c.Task.LeaseUntil) {
+			t.Fatalf("%d messages, the last due %v; want one more, due at the lease's end %v", n, last, c.Task.LeaseUntil)
+		}
+		select {
+		case id := <-q.deliveries:
+			if res, err := srv.Advance(ctx, id); err != nil || res.Status != tasks.StatusCompleted {
+				t.Fatalf("Advance at the lease's end: %+v, %v", res, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no delivery at the lease's end")
+		}
+		rec, err := store.Inspect(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranAfter(t, rec, c.Task.LeaseUntil)
+	})
+}
