@@ -73,7 +73,8 @@ type Options struct {
 	// left (default 1s or half the budget, whichever is smaller).
 	MinStepTime time.Duration
 	// CancelPoll is how often a running step checks for tasks/cancel
-	// (default 250ms). AbandonGrace is how long a step whose context ended
+	// (default 250ms); the same poll renews the step's lease when a renewal
+	// is due (see Lease). AbandonGrace is how long a step whose context ended
 	// is waited for before it is abandoned (default 1s). An abandoned step's
 	// goroutine runs on until its closure returns (Go cannot stop it), and
 	// its result is never journaled; a step that ignores its context may

@@ -127,8 +127,9 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		// The worker before was lost holding the task: history for
 		// operators, written with this run's first write (its step's name
 		// is set when the run starts a step, see doDurable).
-		w.log.Warn("task delivered again: the worker that held it was lost", "task", id, "lease_ended", c.Lost, "attempt", c.Attempts)
-		r.pending = append(r.pending, Entry{Kind: KindLost, At: c.Lost, Until: now, Attempt: max(c.Attempts-1, 0)})
+		lost := max(c.Attempts-1, 0)
+		w.log.Warn("task delivered again: the worker that held it was lost", "task", id, "lease_ended", c.Lost, "lost_attempt", lost)
+		r.pending = append(r.pending, Entry{Kind: KindLost, At: c.Lost, Until: now, Attempt: lost})
 	}
 	var out outcome
 	if t == nil {
