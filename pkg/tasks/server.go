@@ -57,13 +57,13 @@ type Options struct {
 	// runs (with the step's CancelPoll) and before each new step, so that a
 	// worker that dies loses the task, and the task is delivered again,
 	// within Lease; a step that ends before the first renewal costs nothing
-	// more. The step budget (MaxDuration) is
-	// independent of it. A Lease at least MaxDuration plus SafetyMargin, or
-	// a store that cannot renew, makes the claim last the whole invocation.
-	// Leases are stamped by each worker's clock: the clocks of a
-	// deployment's processes must agree well within a third of Lease, or a
-	// live lease may look expired to another worker (which then runs the
-	// step too; fencing still refuses the first worker's writes).
+	// more. The step budget (MaxDuration) is independent of it. A Lease of
+	// at least MaxDuration plus SafetyMargin, or a store that cannot renew,
+	// makes the claim last the whole invocation. Leases are stamped by each
+	// worker's clock: the clocks of a deployment's processes must agree
+	// well within a third of Lease, or a live lease may look expired to
+	// another worker (which then runs the step too; fencing still refuses
+	// the first worker's writes).
 	Lease time.Duration
 	// StepsPerInvocation is how many new Do steps one invocation may run
 	// (default 1: one step per invocation). More steps run only while the

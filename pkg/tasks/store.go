@@ -387,10 +387,10 @@ type Dispatcher interface {
 // lease every third of it while a step runs and before each new step, so
 // that a worker that dies loses the task within Options.Lease, and the
 // task is delivered again then (see Dispatcher, and Deferrer for a store
-// that does not dispatch). A Store that is not a LeaseRenewer gets claims that last
-// the whole invocation (Options.MaxDuration plus Options.SafetyMargin), as
-// it always has: a dead worker's task then waits for that lease to run out
-// and for the sweeper.
+// that does not dispatch). A Store that is not a LeaseRenewer gets claims
+// that last the whole invocation (Options.MaxDuration plus
+// Options.SafetyMargin), as it always has: a dead worker's task then waits
+// for that lease to run out and for the sweeper.
 type LeaseRenewer interface {
 	// RenewLease makes the lease of claim c last until now+lease, if c
 	// still holds the task: no Claim was made since c, and no Commit
