@@ -35,8 +35,10 @@ Reads one task straight from the Redis the deployment uses (REDIS_URL, and
 MCPTASKS_KEY_PREFIX when it sets one) and prints its record and its history
 as a timeline: each step with its attempts, durations and errors, sleeps with
 their wake times, input requests and when they were answered, offers,
-cancellation requests, and the outcome (or, for a live task, what it waits
-for now). --json prints the same as one JSON object, for scripts.
+cancellation requests, workers lost while they ran a step (their lease ran
+out, and the task was delivered again), and the outcome (or, for a live
+task, what it waits for now). --json prints the same as one JSON object,
+for scripts.
 
 It is an operator's tool: it shows any principal's task, arguments, answers
 and result to whoever can read the Redis, and has no MCP counterpart.
@@ -79,7 +81,7 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 	case err != nil:
 		return fmt.Errorf("inspect: %w", err)
 	}
-	in := newInspection(rec)
+	in := newInspection(rec, time.Now())
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -149,13 +151,17 @@ type inspection struct {
 	// Claims is how many times a worker took the task (live tasks).
 	Claims   int64   `json:"claims,omitempty"`
 	Timeline []event `json:"timeline"`
+	// now is when the record was read: a lease that ended before it was
+	// lost with its worker.
+	now time.Time
 }
 
 // event is one line of the timeline.
 type event struct {
 	At time.Time `json:"at,omitzero"`
-	// Event is created, step, attempt_failed, sleep, woke, input,
-	// answered, offer, withdrawn, checked, cancel_requested, or the
+	// Event is created, step, attempt_failed, worker_lost (At: when its
+	// lease ran out, Until: when the task was claimed again), sleep, woke,
+	// input, answered, offer, withdrawn, checked, cancel_requested, or the
 	// terminal status.
 	Event      string          `json:"event"`
 	Name       string          `json:"name,omitempty"`
@@ -167,9 +173,10 @@ type event struct {
 	Value      json.RawMessage `json:"value,omitempty"`
 }
 
-func newInspection(rec *redisstore.Record) *inspection {
+func newInspection(rec *redisstore.Record, now time.Time) *inspection {
 	t := rec.Task
 	in := &inspection{
+		now:    now,
 		TaskID: t.ID, Tool: t.Tool, Owner: t.Owner, Status: t.Status, StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt(),
 		Arguments: t.Args, Result: t.Result, Error: t.Error, InputRequests: t.InputRequests,
@@ -197,6 +204,8 @@ func timeline(rec *redisstore.Record) []event {
 			ev.Event, ev.Value = "step", e.Value
 		case tasks.KindAttempt:
 			ev.Event, ev.Until = "attempt_failed", e.Until
+		case tasks.KindLost:
+			ev.Event, ev.Until = "worker_lost", e.Until
 		case tasks.KindSleep:
 			ev.Event, ev.Until = "sleep", e.Until
 		case tasks.KindWoke:
@@ -288,6 +297,11 @@ func (in *inspection) what(ev event) string {
 	switch ev.Event {
 	case "step", "attempt_failed":
 		return "step " + ev.Name
+	case "worker_lost":
+		if ev.Name == "" {
+			return "worker lost"
+		}
+		return "step " + ev.Name
 	case "answered":
 		return "  answered " + ev.Name
 	case "woke":
@@ -317,6 +331,12 @@ func (in *inspection) detail(ev event) string {
 		return fmt.Sprintf("done in %s%s: %s", took, attempt, clip(string(ev.Value), 50))
 	case "attempt_failed":
 		return fmt.Sprintf("attempt %d failed after %s: %s; retry at %s", ev.Attempt, took, ev.Error, ev.Until.Format(clockLayout))
+	case "worker_lost":
+		attempt := ""
+		if ev.Attempt > 0 {
+			attempt = fmt.Sprintf("attempt %d: ", ev.Attempt)
+		}
+		return fmt.Sprintf("%sworker lost at %s (its lease ran out), re-delivered at %s", attempt, ev.At.Format(clockLayout), ev.Until.Format(clockLayout))
 	case "sleep":
 		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At))
 	case "woke":
@@ -343,8 +363,13 @@ func (in *inspection) waiting() string {
 		return ""
 	}
 	var parts []string
-	if !in.LeaseUntil.IsZero() && in.LeaseUntil.After(in.UpdatedAt) {
+	switch {
+	case in.LeaseUntil.IsZero():
+	case in.LeaseUntil.After(in.now):
 		parts = append(parts, "a worker holds it until "+in.LeaseUntil.Format(stampLayout))
+	default:
+		parts = append(parts, "its worker was lost: its lease ran out at "+in.LeaseUntil.Format(stampLayout)+
+			", and the next worker to get it takes it over")
 	}
 	if len(in.InputRequests) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {

@@ -57,7 +57,8 @@ func (nopQueue) MaxDelay() time.Duration                          { return 0 }
 // inspectFixture runs a send_report task on a real redis-server, with the
 // engine on a fake clock, through every kind of history inspect shows
 // (a step that fails and is retried, a sleep, an input round, a final
-// step, completion), and returns the Redis URL, key prefix and task id,
+// step whose first worker is lost, completion), and returns the Redis URL,
+// key prefix and task id,
 // and what the output must be normalised by: the retry's time has ±20%
 // jitter, which the fixture checks and then replaces by its nominal value.
 func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string) string) {
@@ -149,7 +150,13 @@ func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string
 		"confirm": json.RawMessage(`{"action":"accept","content":{"send":true}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	advance(9200*time.Millisecond, tasks.StatusCompleted) // send, done
+	// A worker claims the task to send and dies (SIGKILL): it writes
+	// nothing, and its lease runs out 10s later, when the task is delivered
+	// again.
+	if _, err := store.Claim(ctx, id, t0.Add(9100*time.Millisecond), tasks.DefaultLease); err != nil {
+		t.Fatal(err)
+	}
+	advance(19200*time.Millisecond, tasks.StatusCompleted) // send, done
 
 	const fixedID = "Qm9vay1rZWVwaW5nIGlkIQ"
 	normalise = func(s string) string {
@@ -209,8 +216,8 @@ const (
 )
 
 // mcptasks inspect on a task that retried a failing step, slept, waited
-// for input and completed: the timeline (text and JSON) is the golden
-// one, and README.md shows the text verbatim.
+// for input, lost a worker and completed: the timeline (text and JSON) is
+// the golden one, and README.md shows the text verbatim.
 func TestInspect(t *testing.T) {
 	url, prefix, id, normalise := inspectFixture(t)
 	ctx := t.Context()
@@ -230,7 +237,7 @@ func TestInspect(t *testing.T) {
 	for _, ev := range in.Timeline {
 		kinds = append(kinds, ev.Event+" "+ev.Name)
 	}
-	want := "created |attempt_failed fetch|step fetch|sleep cool-off|input confirm|answered confirm|step send|completed "
+	want := "created |attempt_failed fetch|step fetch|sleep cool-off|input confirm|answered confirm|worker_lost send|step send|completed "
 	if got := strings.Join(kinds, "|"); got != want {
 		t.Errorf("timeline events\n got %s\nwant %s", got, want)
 	}
@@ -291,4 +298,25 @@ func TestInspectErrors(t *testing.T) {
 	check(t, inspectRun(ctx, url, "", "a", "b"), 2)
 	r = inspectRun(ctx, url, "", "--help")
 	check(t, r, 0, "Usage: mcptasks inspect TASKID", "--json")
+}
+
+// A live task whose lease ran out shows that its worker was lost, and one
+// under a live lease the worker holding it.
+func TestInspectLease(t *testing.T) {
+	now := time.Date(2026, 7, 28, 9, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lease time.Time
+		want  string
+	}{
+		{now.Add(5 * time.Second), "a worker holds it until 2026-07-28 09:30:05.000 UTC"},
+		{now.Add(-5 * time.Second), "its worker was lost: its lease ran out at 2026-07-28 09:29:55.000 UTC"},
+	} {
+		rec := &redisstore.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
+			UpdatedAt: now.Add(-30 * time.Second), TTL: time.Hour, LeaseUntil: tc.lease}}
+		var b strings.Builder
+		newInspection(rec, now).render(&b)
+		if !strings.Contains(b.String(), "now: working: "+tc.want) {
+			t.Errorf("lease until %v: output lacks %q:\n%s", tc.lease, tc.want, b.String())
+		}
+	}
 }

@@ -73,10 +73,21 @@ type Config struct {
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
 	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
-	Visibility             time.Duration // MCPTASKS_QUEUE_VISIBILITY (default 2×MaxDuration)
 	// NoJobs is MCPTASKS_JOBS=off: the async-jobs fallback for clients
 	// without the tasks extension is off (tasks.JobOptions.Disable).
 	NoJobs bool
+	// Lease is MCPTASKS_LEASE (default tasks.DefaultLease, 10s): how long
+	// a worker's claim on a task lasts unless renewed (tasks.Options.Lease).
+	// A running step renews it every third of it, so a worker that dies is
+	// replaced within it.
+	Lease time.Duration
+	// Visibility is MCPTASKS_QUEUE_VISIBILITY (default: Lease): how long a
+	// message a worker of the Redis queue received stays hidden before it
+	// is delivered again, unless the worker's lease renewals moved it to
+	// the lease's end first. At most Lease, a worker that dies before its
+	// first renewal is replaced within it too, and a renewal never moves a
+	// message earlier (which announces it to every process's consumers).
+	Visibility time.Duration
 	// Auth is the bearer-token configuration (MCPTASKS_AUTH_*, see package
 	// auth); AuthEnabled is false when none of it is set, and the server
 	// then runs anonymously (local development only).
@@ -104,8 +115,9 @@ const DefaultClusterShards = 12
 // (see [Bundle.RunSweeper]); an idle one thus costs about (processes +
 // shards) commands per interval for sweeping. Sweeping is the safety net
 // behind the queue, so the interval adds at most itself to the repair of a
-// worker's crash (after the task's lease, MCPTASKS_MAX_DURATION) or of a
-// lost enqueue (after half of it).
+// lost enqueue (after half of MCPTASKS_MAX_DURATION) or of a worker's crash
+// that the queue did not repair (the task's message comes back when the
+// dead worker's lease, MCPTASKS_LEASE, runs out).
 const DefaultSweepEvery = 30 * time.Second
 
 // maxShards bounds MCPTASKS_REDIS_SHARDS: every sweep reads each shard.
@@ -242,7 +254,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
 	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, DefaultSweepEvery)
-	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, 2*c.MaxDuration)
+	dur("MCPTASKS_LEASE", &c.Lease, tasks.DefaultLease)
+	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, c.Lease)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
 	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, endpoint.DefaultMaxRequests)
@@ -657,6 +670,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		PollMin:            cfg.PollMin,
 		PollMax:            cfg.PollMax,
 		MaxDuration:        cfg.MaxDuration,
+		Lease:              cfg.Lease,
 		StepsPerInvocation: cfg.Steps,
 		StoreTimeout:       cfg.StoreTimeout,
 		MaxLiveTasks:       cfg.MaxLiveTasks,

@@ -232,6 +232,36 @@ func TestStreamBoundsFromEnv(t *testing.T) {
 	}
 }
 
+// MCPTASKS_LEASE reaches the tasks server and is the Redis queue's
+// visibility timeout unless MCPTASKS_QUEUE_VISIBILITY sets one; a bad value
+// is refused.
+func TestLease(t *testing.T) {
+	t.Parallel()
+	cfg, err := FromEnv(envOf(nil))
+	if err != nil || cfg.Lease != tasks.DefaultLease || cfg.Visibility != tasks.DefaultLease {
+		t.Errorf("defaults: lease %v visibility %v (%v), want %v for both", cfg.Lease, cfg.Visibility, err, tasks.DefaultLease)
+	}
+	cfg, err = FromEnv(envOf(map[string]string{"MCPTASKS_LEASE": "4s"}))
+	if err != nil || cfg.Lease != 4*time.Second || cfg.Visibility != 4*time.Second {
+		t.Fatalf("4s: lease %v visibility %v (%v)", cfg.Lease, cfg.Visibility, err)
+	}
+	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if got := b.Tasks.Options().Lease; got != 4*time.Second {
+		t.Errorf("tasks server Lease = %v, want 4s", got)
+	}
+	if cfg, err := FromEnv(envOf(map[string]string{"MCPTASKS_LEASE": "4s", "MCPTASKS_QUEUE_VISIBILITY": "1m"})); err != nil || cfg.Visibility != time.Minute {
+		t.Errorf("visibility set: %v (%v), want 1m", cfg.Visibility, err)
+	}
+	if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_LEASE": "0s"})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_LEASE") {
+		t.Errorf("0s: %v, want an error naming MCPTASKS_LEASE", err)
+	}
+}
+
 // A key prefix with a brace is refused: it would put every task's keys in
 // one Redis Cluster slot.
 func TestFromEnvKeyPrefix(t *testing.T) {

@@ -27,3 +27,17 @@ type Queue interface {
 	// Longer waits are chained by the worker.
 	MaxDelay() time.Duration
 }
+
+// A Deferrer is a Queue that keeps one message per task and can move it
+// later: Defer makes taskID's message due at at, later than it was if need
+// be (Enqueue only ever brings a waiting message forward), or adds one. It
+// must be idempotent. While a worker renews a task's lease (LeaseRenewer)
+// on a store that does not dispatch (Dispatcher), each renewal defers the
+// task's message to the lease's new end, so that if the worker dies the
+// task is delivered again when its lease runs out. A Queue that is no
+// Deferrer gets a delayed message (Enqueue) at each renewed lease's end
+// instead: on SQS or QStash, a worker that dies after renewing is replaced
+// by its last renewal's message.
+type Deferrer interface {
+	Defer(ctx context.Context, taskID string, at time.Time) error
+}

@@ -51,6 +51,20 @@ type Options struct {
 	// the final writes (default 10% of MaxDuration, at least 1s).
 	MaxDuration  time.Duration
 	SafetyMargin time.Duration
+	// Lease is how long a worker's claim on a task lasts unless renewed
+	// (default DefaultLease). With a store that renews leases
+	// (LeaseRenewer) the worker renews it every third of Lease while a step
+	// runs (with the step's CancelPoll) and before each new step, so that a
+	// worker that dies loses the task, and the task is delivered again,
+	// within Lease; a step that ends before the first renewal costs nothing
+	// more. The step budget (MaxDuration) is independent of it. A Lease of
+	// at least MaxDuration plus SafetyMargin, or a store that cannot renew,
+	// makes the claim last the whole invocation. Leases are stamped by each
+	// worker's clock: the clocks of a deployment's processes must agree
+	// well within a third of Lease, or a live lease may look expired to
+	// another worker (which then runs the step too; fencing still refuses
+	// the first worker's writes).
+	Lease time.Duration
 	// StepsPerInvocation is how many new Do steps one invocation may run
 	// (default 1: one step per invocation). More steps run only while the
 	// budget lasts.
@@ -59,7 +73,8 @@ type Options struct {
 	// left (default 1s or half the budget, whichever is smaller).
 	MinStepTime time.Duration
 	// CancelPoll is how often a running step checks for tasks/cancel
-	// (default 250ms). AbandonGrace is how long a step whose context ended
+	// (default 250ms); the same poll renews the step's lease when a renewal
+	// is due (see Lease). AbandonGrace is how long a step whose context ended
 	// is waited for before it is abandoned (default 1s). An abandoned step's
 	// goroutine runs on until its closure returns (Go cannot stop it), and
 	// its result is never journaled; a step that ignores its context may
@@ -118,6 +133,10 @@ type Options struct {
 	Jobs JobOptions
 }
 
+// DefaultLease is Options.Lease's default: a worker that dies mid-step
+// is replaced 7 to 10 seconds later (the lease is renewed every 3.3 s).
+const DefaultLease = 10 * time.Second
+
 // MaxTTL caps a task's TTL.
 const MaxTTL = 7 * 24 * time.Hour
 
@@ -150,6 +169,9 @@ func (o *Options) fill() {
 	}
 	if o.SafetyMargin >= o.MaxDuration {
 		o.SafetyMargin = o.MaxDuration / 2
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
 	}
 	if o.StepsPerInvocation <= 0 {
 		o.StepsPerInvocation = 1

@@ -135,7 +135,20 @@ const (
 	// and Until when the retry is due. It is history for operators
 	// (mcptasks inspect): replay skips it.
 	KindAttempt EntryKind = "attempt"
+	// KindLost records that a worker lost the task while it ran: its lease
+	// ran out (the worker died, or was cut off from the store) before it
+	// wrote how its run ended, and another claim took the task over. At is
+	// when that lease ran out, Until when the task was claimed again (its
+	// re-delivery), Attempt the lost attempt of the next step and Name
+	// that step, when the run that took over started it ("" otherwise).
+	// The worker that takes over journals it; it is history for operators
+	// (mcptasks inspect): replay skips it.
+	KindLost EntryKind = "lost"
 )
+
+// history reports whether entries of kind k are history for operators,
+// which replay skips.
+func (k EntryKind) history() bool { return k == KindAttempt || k == KindLost }
 
 // Entry is one journaled step. Entries are append-only and ordered; replay
 // matches the handler's n-th step against the n-th entry by name and kind.
@@ -165,11 +178,11 @@ type Entry struct {
 }
 
 // replayable returns the entries of journal that replay matches steps
-// against: all but the history entries (KindAttempt). It returns journal
-// itself when it has none.
+// against: all but the history entries (KindAttempt, KindLost). It returns
+// journal itself when it has none.
 func replayable(journal []Entry) []Entry {
 	i := 0
-	for i < len(journal) && journal[i].Kind != KindAttempt {
+	for i < len(journal) && !journal[i].Kind.history() {
 		i++
 	}
 	if i == len(journal) {
@@ -177,7 +190,7 @@ func replayable(journal []Entry) []Entry {
 	}
 	out := append(make([]Entry, 0, len(journal)), journal[:i]...)
 	for _, e := range journal[i:] {
-		if e.Kind != KindAttempt {
+		if !e.Kind.history() {
 			out = append(out, e)
 		}
 	}
@@ -201,6 +214,11 @@ type Claim struct {
 	// found the task's cancellation requested and no live lease (Gen is 0
 	// and the task is cancelled).
 	Ended bool
+	// Lost, on a claim with a lease, is when the lease it took over ran
+	// out, if its holder never ended it: the worker before was lost while
+	// it held the task (it died, or could not write). It is zero when the
+	// task was not leased: created, released, or parked and resumed.
+	Lost time.Time
 }
 
 // Change is one fenced write by the holder of a claim.
@@ -285,7 +303,10 @@ type Change struct {
 //     running task it sets CancelRequested, which the worker sees.
 //   - Claims are exclusive and fenced: Claim fails with ErrLeased while
 //     another live lease exists; a Commit under a stale generation fails
-//     with ErrFenced and changes nothing.
+//     with ErrFenced and changes nothing. A lease lasts until the lease
+//     time Claim was given runs out (or RenewLease's, see LeaseRenewer),
+//     or a Commit releases, parks or ends the task; a Claim that takes
+//     over a lease that ran out reports its end (Claim.Lost).
 //   - Every transition is atomic.
 //   - Ids come from NewID: an id that ValidID rejects names no task. Create
 //     refuses it; every other operation answers ErrNotFound for it and
@@ -356,11 +377,37 @@ type Store interface {
 // an Update that resumes the task, or after a worker's Commit that releases
 // or parks it: the store has enqueued it (at the wake time or deadline for
 // a sleep or a parked task with one), or dropped its message when it ended
-// or parked without a deadline. It also makes a Claim that finds a live
-// lease enqueue the task at the lease's end. Explicit enqueues (a sleeping
+// or parked without a deadline. A RenewLease (see LeaseRenewer) makes the
+// task's message due at the renewed lease's end, in the same write, so
+// that if the worker dies the task is delivered again when its lease runs
+// out; and a Claim that finds a live lease makes the message due at that
+// lease's end. (Before the first renewal, the delivery that the claim
+// answers stays hidden for the queue's visibility timeout, which a
+// deployment sets to about the lease.) Explicit enqueues (a sleeping
 // task's chained delay, the sweeper) still go through the Queue.
 type Dispatcher interface {
 	Dispatches() bool
+}
+
+// A LeaseRenewer is a Store whose leases a worker can renew while it runs:
+// the Server then claims a task for Options.Lease only, and renews the
+// lease every third of it while a step runs and before each new step, so
+// that a worker that dies loses the task within Options.Lease, and the
+// task is delivered again then (see Dispatcher, and Deferrer for a store
+// that does not dispatch). A Store that is not a LeaseRenewer gets claims
+// that last the whole invocation (Options.MaxDuration plus
+// Options.SafetyMargin), as it always has: a dead worker's task then waits
+// for that lease to run out and for the sweeper.
+type LeaseRenewer interface {
+	// RenewLease makes the lease of claim c last until now+lease, if c
+	// still holds the task: no Claim was made since c, and no Commit
+	// under c released, parked or ended the task (a lease that ran out with
+	// neither is still c's, and is renewed). Otherwise it returns ErrFenced
+	// (ErrNotFound if the task is gone) and changes nothing. It reads only
+	// c.Task.ID and c.Gen, and leaves c as it is. Like Commit, it never
+	// fences on the lease's time: a Claim after the lease ran out is what
+	// takes a task away.
+	RenewLease(ctx context.Context, c *Claim, now time.Time, lease time.Duration) error
 }
 
 // A DeadlineHonourer is a Store (or a [Queue]) that declares that each of

@@ -38,6 +38,11 @@ type AdvanceResult struct {
 type worker struct {
 	s   *Server
 	log *slog.Logger
+	// renewer renews the lease of the run's claim (nil: its lease lasts
+	// the invocation, or it was lost), and renewed is when the claim was
+	// taken or last renewed (see keepLease).
+	renewer LeaseRenewer
+	renewed time.Time
 }
 
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
@@ -62,7 +67,8 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		start = time.Now()
 	}
 	now := s.now()
-	c, err := s.store.Claim(ctx, id, now, s.opts.MaxDuration+s.opts.SafetyMargin)
+	lease, renewer := s.lease()
+	c, err := s.store.Claim(ctx, id, now, lease)
 	// The invocation's span joins the task's trace, known from the claim.
 	ctx, span := s.advanceSpan(ctx, id, c, start, err)
 	defer func() { endAdvance(span, res, err) }()
@@ -74,7 +80,11 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	case errors.Is(err, ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	case errors.Is(err, ErrLeased):
-		return AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}, nil
+		res := AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}
+		if !s.dispatch {
+			return res, w.leased(ctx, id, now)
+		}
+		return res, nil // the claim made the message due at the lease's end
 	case err != nil:
 		s.storeFailed(ctx, "claim")
 		return AdvanceResult{}, err
@@ -104,11 +114,22 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		}
 		return res, nil
 	}
+	if renewer != nil {
+		w.renewer, w.renewed = renewer, time.Now()
+	}
 	t := s.tools[c.Task.Tool]
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
 		log: s.log, tool: c.Task.Tool, tramps: s.tramps,
+	}
+	if !c.Lost.IsZero() {
+		// The worker before was lost holding the task: history for
+		// operators, written with this run's first write (its step's name
+		// is set when the run starts a step, see doDurable).
+		lost := max(c.Attempts-1, 0)
+		w.log.Warn("task delivered again: the worker that held it was lost", "task", id, "lease_ended", c.Lost, "lost_attempt", lost)
+		r.pending = append(r.pending, Entry{Kind: KindLost, At: c.Lost, Until: now, Attempt: lost})
 	}
 	var out outcome
 	if t == nil {
@@ -121,6 +142,93 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	// Writes use the caller's context, not the step budget: the safety
 	// margin is there for them.
 	return w.finish(ctx, r, out)
+}
+
+// lease returns how long a claim lasts, and the store's LeaseRenewer when
+// the worker renews it (nil: the claim lasts the whole invocation).
+func (s *Server) lease() (time.Duration, LeaseRenewer) {
+	whole := s.opts.MaxDuration + s.opts.SafetyMargin
+	if r, ok := s.store.(LeaseRenewer); ok && s.opts.Lease < whole {
+		return s.opts.Lease, r
+	}
+	return whole, nil
+}
+
+// renewEvery is how often a worker renews its lease: three renewals per
+// lease, so that one that fails or comes late costs nothing.
+func (s *Server) renewEvery() time.Duration { return s.opts.Lease / 3 }
+
+// leased handles a delivery of task id that found it leased by another
+// worker, on a store that does not dispatch (a dispatching store's claim
+// made the task's message due at the lease's end itself): the task is
+// delivered again when that lease ends, on a queue that keeps one message
+// per task (a Deferrer, whose message the holder moves along with its
+// renewals), or on any queue when the lease ends within a renewal (the
+// holder's last renewal message may have come before it by clock skew, a
+// visibility timeout may have run out just before it). A lease further
+// off is renewed by a live holder, whose renewals send their own
+// messages: this delivery is dropped, as a duplicate.
+func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
+	t, err := w.s.store.Peek(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		w.s.storeFailed(ctx, "peek")
+		return err
+	}
+	if !t.LeaseUntil.After(now) {
+		return nil // released meanwhile: its next turn is queued
+	}
+	if _, deferrer := w.s.queue.(Deferrer); !deferrer && t.LeaseUntil.Sub(now) > w.s.renewEvery() {
+		return nil
+	}
+	return w.s.enqueue(ctx, id, t.LeaseUntil)
+}
+
+// keepLease renews the run's lease (see LeaseRenewer) when a renewal is
+// due: every renewEvery since the claim or the last renewal. The worker
+// calls it where a run spends time: on each cancellation poll while a
+// step runs (see runStep), and before a step starts; so a step that ends
+// before the first renewal costs nothing more, not even a timer, and
+// renewals never run beside the run's own writes. On a store that does not
+// dispatch it also moves the task's message to the lease's new end (see
+// Deferrer), so that the task is delivered again when the lease runs out
+// if this process dies. A lost claim shows in the run's next write or
+// cancellation poll; a failed renewal is tried again at the next poll.
+func (w *worker) keepLease(r *run) {
+	if w.renewer == nil || time.Since(w.renewed) < w.s.renewEvery() {
+		return
+	}
+	s, id := w.s, r.taskID
+	// Not bound by the step's budget (a renewal near its end still
+	// matters), but by the renewal interval: a later one is late anyway.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), min(s.opts.StoreTimeout, s.renewEvery()))
+	defer cancel()
+	now, started := s.now(), time.Now()
+	err := w.renewer.RenewLease(ctx, r.claim, now, s.opts.Lease)
+	switch {
+	case errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound):
+		w.renewer = nil // nothing left to renew: another worker claimed the task, or it ended
+		return
+	case err != nil:
+		s.storeFailed(ctx, "renew")
+		w.log.Warn("renewing a task's lease failed; retrying", "task", id, "err", err)
+		return
+	}
+	w.renewed = started
+	if s.dispatch {
+		return // the renewal moved the message itself
+	}
+	until := now.Add(s.opts.Lease)
+	if d, ok := s.queue.(Deferrer); ok {
+		err = d.Defer(ctx, id, until)
+	} else {
+		err = s.enqueue(ctx, id, until)
+	}
+	if err != nil {
+		w.log.Warn("queueing a task's delivery at its lease's end failed", "task", id, "err", err)
+	}
 }
 
 // finish writes how the run ended and enqueues the task's next turn.
@@ -282,6 +390,12 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 		panic(suspend{kind: suspendContinue})
 	}
 	r.newSteps++
+	w.keepLease(r)
+	for i := range r.pending {
+		if e := &r.pending[i]; e.Kind == KindLost && e.Name == "" {
+			e.Name = name // the step the lost worker ran (see Advance)
+		}
+	}
 	switch {
 	case r.charged:
 		one := 1
@@ -353,7 +467,11 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 		v, err := r.callStep(sctx, name, fn)
 		done <- result{v, err}
 	}()
-	tick := time.NewTicker(w.s.opts.CancelPoll)
+	poll := w.s.opts.CancelPoll
+	if w.renewer != nil {
+		poll = min(poll, w.s.renewEvery()) // renewals ride on the poll (see keepLease)
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
 		select {
@@ -366,6 +484,7 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 			}
 			return res.v, res.err, false
 		case <-tick.C:
+			w.keepLease(r)
 			if r.statusDirty {
 				// The status message the step runs under, written now that
 				// the step takes a while; the write reports a requested

@@ -67,7 +67,12 @@ type Options struct {
 
 // Queue is a [tasks.Queue] on Upstash QStash, which pushes each message to the
 // worker function over HTTPS, signed (see [Verifier]), and retries
-// it until the worker answers 2xx.
+// it until the worker answers 2xx. It is no tasks.Deferrer (a published
+// message cannot be moved): a worker that renews its lease publishes a
+// delayed message due at each renewed lease's end (each has a
+// deduplication id of its own), and if it dies the last one hands the task
+// to another worker when the lease runs out. A worker killed mid-request
+// also fails QStash's delivery, which QStash retries after its backoff.
 type Queue struct {
 	o Options
 }

@@ -82,3 +82,34 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 	// handled task-1, took "task-2"
 	// handled task-2, took ""
 }
+
+// A handler that runs long keeps its message hidden by deferring it, as a
+// worker renewing its lease does: if its process dies, the message comes
+// back when the last deferral runs out, not a visibility timeout later.
+func ExampleQueue_Defer() {
+	redis, _ := embedredis.Start()
+	defer redis.Close()
+	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
+	defer client.Close()
+
+	q := redisqueue.New(client, &redisqueue.Options{Visibility: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = q.Enqueue(ctx, "task-1", time.Time{})
+	d, ok, _, _ := q.Receive(ctx)
+	fmt.Println("received", d.TaskID, ok)
+	// The handler is alive: its message stays hidden 200ms more.
+	_ = q.Defer(ctx, d.TaskID, time.Now().Add(200*time.Millisecond))
+	// ... and it dies without acknowledging it.
+	for {
+		d, ok, wait, _ := q.Receive(ctx)
+		if ok {
+			fmt.Println("delivered again", d.TaskID)
+			return
+		}
+		time.Sleep(wait)
+	}
+	// Output:
+	// received task-1 true
+	// delivered again task-1
+}

@@ -78,6 +78,11 @@ type Options struct {
 // so Ack, seeing another score, keeps the message. Otherwise an enqueue
 // only ever makes a waiting message due earlier.
 //
+// A worker that holds a task under a renewed lease keeps its message
+// hidden until the lease's end (see [LuaHold] and [Queue.Defer]): the
+// receipt moves with the lease, so the message comes back when the lease
+// runs out if the worker dies, not a visibility timeout later.
+//
 // A store on the same Redis may enqueue in its own scripts, in the same
 // atomic write as the transition that makes a task runnable (see
 // [LuaEnqueue], [Queue.KeysFor] and redisstore.Options.Queue); the handler
@@ -198,6 +203,35 @@ enqueue(KEYS[1], ARGV[4], ARGV[1], ARGV[2], ARGV[3], false)
 return 1
 `)
 
+// LuaHold defines the Lua function hold(q, w, id, at, ttl) that
+// [Queue.Defer] runs, and that a store's scripts run when a worker claims
+// a task or renews its lease (redisstore with Options.Queue): it makes the
+// task's message a receipt that runs out at at (Unix ms), as if a
+// consumer had received it with that visibility: the message is being
+// handled and is delivered again at at, unless the handler settles it
+// first (an enqueue replaces a receipt, see [LuaEnqueue]; an Ack or a
+// Retry with the receipt the consumer was given finds another score and
+// leaves the message). It adds the message if there is none (refreshing
+// the key's expiry, ttl ms). When that makes the message due earlier than
+// it was, or adds it, it publishes at on w, so that the idle consumers of
+// every process look at the shard then; moving it later publishes nothing,
+// since a consumer that knew the earlier time looks then and learns the
+// later one from its receive's reply. Arguments as for enqueue.
+const LuaHold = `
+local function hold(q, w, id, at, ttl)
+  local cur = redis.call('ZSCORE', q, id)
+  redis.call('ZADD', q, string.format('%d.5', at), id)
+  if not cur then redis.call('PEXPIRE', q, ttl) end
+  if not cur or tonumber(cur) > tonumber(at) then redis.call('PUBLISH', w, at) end
+end
+`
+
+// holdScript: KEYS q; ARGV id at ttl wake.
+var holdScript = rueidis.NewLuaScriptRetryable(LuaHold + `
+hold(KEYS[1], ARGV[4], ARGV[1], ARGV[2], ARGV[3])
+return 1
+`)
+
 // LuaReceive defines the Lua function receive(q, now, receipt) that every
 // receive of a Queue runs, and that a store's script runs to hand back the
 // next message of a shard (see [HandBack]): it takes the earliest message
@@ -287,6 +321,24 @@ func (q *Queue) Wake(ctx context.Context) error {
 		if err := r.Error(); err != nil {
 			return fmt.Errorf("queue: wake: %w", err)
 		}
+	}
+	return nil
+}
+
+// Defer implements tasks.Deferrer: it makes taskID's message a receipt
+// that runs out at at (see [LuaHold]), later or earlier than the message
+// was due, or adds one. A worker whose store does not dispatch defers its
+// task's message to the end of each renewed lease: the message then comes
+// back when the lease runs out if the worker dies. It is idempotent, so
+// rueidis may retry it.
+func (q *Queue) Defer(ctx context.Context, taskID string, at time.Time) error {
+	if q.misuse != nil {
+		return q.misuse
+	}
+	key, wake := q.KeysFor(taskID)
+	err := holdScript.Exec(ctx, q.c, []string{key}, []string{taskID, strconv.FormatInt(at.UnixMilli(), 10), q.ttl(), wake}).Error()
+	if err != nil {
+		return fmt.Errorf("queue: defer %s: %w", taskID, err)
 	}
 	return nil
 }

@@ -168,6 +168,8 @@ func TestRedis(t *testing.T) {
 		{"ConsumeDeliversEveryID", testConsumeAll},
 		{"ConsumeRedeliversOnHandlerError", testConsumeHandlerError},
 		{"ConsumeFinishesCurrentMessageOnCancel", testConsumeFinishesCurrent},
+		{"DeferHoldsAMessageUntil", testDefer},
+		{"DeferredMessageReachesAnotherProcess", testDeferredReachesOthers},
 	})
 }
 
@@ -369,6 +371,128 @@ func testBookkeeping(t *testing.T, c rueidis.Client) {
 	}
 	if want := []string{key}; !slices.Equal(keys, want) {
 		t.Errorf("queue keys = %v, want %v", keys, want)
+	}
+}
+
+// score is the due time of id's message (false: none).
+func score(t *testing.T, c rueidis.Client, key, id string) (float64, bool) {
+	t.Helper()
+	sc, err := c.Do(t.Context(), c.B().Zscore().Key(key).Member(id).Build()).AsFloat64()
+	if rueidis.IsRedisNil(err) {
+		return 0, false
+	}
+	if err != nil {
+		t.Fatalf("ZSCORE: %v", err)
+	}
+	return sc, true
+}
+
+// Defer makes a message a receipt running out at the time given, later or
+// earlier than it was, or adds one: the consumer that handles it no longer
+// removes it with its Ack, an enqueue replaces it, and it is delivered at
+// that time, not before. Only a defer that makes a message due earlier
+// than it was, or adds one, publishes on the wake channel.
+func testDefer(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	q := redisqueue.New(c, &redisqueue.Options{Key: key, Visibility: time.Minute})
+	_, wake := q.Keys()
+	wakes := testredis.Listen(t, c, wake)
+	mustEnqueue(t, q, "x", time.Time{})
+	d := receive(t, q, "x")
+	later := time.Now().Add(2 * time.Minute)
+	if err := q.Defer(t.Context(), "x", later); err != nil {
+		t.Fatalf("Defer: %v", err)
+	}
+	if sc, ok := score(t, c, key, "x"); !ok || int64(sc) != later.UnixMilli() || sc == float64(int64(sc)) {
+		t.Errorf("after Defer: score %v (present %v), want the receipt %d.5", sc, ok, later.UnixMilli())
+	}
+	if err := q.Ack(t.Context(), d); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if _, ok := score(t, c, key, "x"); !ok {
+		t.Fatalf("the Ack of the delivery removed a deferred message")
+	}
+	if _, ok, _, err := q.Receive(t.Context()); err != nil || ok {
+		t.Errorf("Receive of a deferred message before its time: ok=%v err=%v", ok, err)
+	}
+	// An enqueue (the worker's next turn) replaces it, earlier or later.
+	soon := time.Now().Add(time.Second)
+	mustEnqueue(t, q, "x", soon)
+	if sc, _ := score(t, c, key, "x"); int64(sc) != soon.UnixMilli() {
+		t.Errorf("after an enqueue: due at %v, want %v", time.UnixMilli(int64(sc)), soon)
+	}
+	// Deferring a message that is gone adds it; moving one earlier or
+	// adding one publishes, moving one later does not.
+	published := wakes.Count(t) // the enqueue just above published
+	if err := q.Defer(t.Context(), "y", later); err != nil {
+		t.Fatalf("Defer: %v", err)
+	}
+	if _, ok := score(t, c, key, "y"); !ok {
+		t.Errorf("Defer of an id without a message added none")
+	}
+	if err := q.Defer(t.Context(), "y", later.Add(time.Minute)); err != nil {
+		t.Fatalf("Defer: %v", err)
+	}
+	if err := q.Defer(t.Context(), "y", soon); err != nil {
+		t.Fatalf("Defer: %v", err)
+	}
+	if got := wakes.Count(t) - published; got != 2 {
+		t.Errorf("three defers (add, later, earlier) published %d wakes, want 2", got)
+	}
+}
+
+// A message whose handler defers it and stops (a worker that dies holding
+// its lease) reaches a consumer of another process at the deferred time,
+// not before, although that process heard of nothing: it learns the
+// message's time from its receives, which a later defer only postpones.
+func testDeferredReachesOthers(t *testing.T, c rueidis.Client) {
+	key := uniqueKey(t)
+	opts := &redisqueue.Options{Key: key, Visibility: 500 * time.Millisecond, Logger: logger(t)}
+	q1, q2 := redisqueue.New(c, opts), redisqueue.New(c, opts)
+	mustEnqueue(t, q1, "x", time.Time{})
+	handled, deferred := make(chan struct{}), make(chan time.Time, 1)
+	stuck := make(chan struct{})
+	cancel1, wait1 := runConsume(t, q1, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		// Renewals of a lease: each moves the message to the lease's end.
+		for i := range 2 {
+			at := time.Now().Add(time.Duration(i+1) * 700 * time.Millisecond)
+			if err := q1.Defer(ctx, id, at); err != nil {
+				t.Errorf("Defer: %v", err)
+			}
+			if i == 0 {
+				close(handled)
+			} else {
+				deferred <- at
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		<-stuck // the worker is gone: it settles nothing
+		return redisqueue.Ack, nil
+	})
+	t.Cleanup(func() { close(stuck); cancel1(); wait1() })
+	select {
+	case <-handled:
+	case <-time.After(patience):
+		t.Fatal("message never delivered")
+	}
+	// Another process, started while the message is held.
+	got := make(chan time.Time, 1)
+	cancel2, wait2 := runConsume(t, q2, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
+		select {
+		case got <- time.Now():
+		default:
+		}
+		return redisqueue.Removed, nil
+	})
+	defer func() { cancel2(); wait2() }()
+	at := <-deferred
+	select {
+	case when := <-got:
+		if when.UnixMilli() < at.UnixMilli() {
+			t.Errorf("delivered to the other process %v before the deferred time", at.Sub(when))
+		}
+	case <-time.After(patience):
+		t.Fatal("the deferred message never reached the other process")
 	}
 }
 

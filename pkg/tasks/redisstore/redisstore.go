@@ -33,6 +33,17 @@
 // change that followed it too: a task never looks ended, or gone, to the
 // sweeper while its record says otherwise.
 //
+// A worker's claim stamps the task's lease end (field lease) and bumps its
+// fencing generation (gen); RenewLease (tasks.LeaseRenewer) moves the end
+// while the generation holds, and a claim that finds an end that ran out
+// without a release reports it (tasks.Claim.Lost). With Options.Queue,
+// each renewal also holds the task's queue message until the lease's new
+// end in the same script (redisqueue.LuaHold), so that a worker that dies
+// is replaced when its lease runs out without anything being sent for it;
+// before the first renewal, the receipt of the delivery the claim answered
+// does it, when the queue's visibility timeout is about the lease (as the
+// bundle sets it).
+//
 // With Options.Wait, the transitions a client sees (create, update,
 // cancel) and every commit of a worker wait until that many replicas have
 // the write (Redis WAIT, pipelined after the script on its connection)
@@ -158,7 +169,10 @@ type Store struct {
 	hub hub
 }
 
-var _ tasks.Store = (*Store)(nil)
+var (
+	_ tasks.Store        = (*Store)(nil)
+	_ tasks.LeaseRenewer = (*Store)(nil)
+)
 
 // New returns a Store using c, which the caller owns and closes.
 func New(c rueidis.Client, opts *Options) *Store {
@@ -201,7 +215,7 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
 		s.names = map[string]string{s.sc.create.sha: "create", s.sc.update.sha: "update", s.sc.claim.sha: "claim",
-			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel"}
+			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel", s.sc.renew.sha: "renew"}
 	}
 	return s
 }
@@ -910,7 +924,36 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	for k, v := range resp {
 		responses[k] = json.RawMessage(v)
 	}
-	return &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}, nil
+	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}
+	if lost, _ := arr[7].AsInt64(); lost > 0 {
+		cl.Lost = time.UnixMilli(lost).UTC()
+	}
+	return cl, nil
+}
+
+// RenewLease implements tasks.LeaseRenewer: one script, which also holds
+// the task's message until the lease's new end when the store dispatches.
+// It leaves the due index alone: the sweeper finds the lease live there
+// and looks again at its end.
+func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, lease time.Duration) error {
+	id := c.Task.ID
+	if !tasks.ValidID(id) {
+		return tasks.ErrNotFound
+	}
+	t, _, _, _ := s.keys(id)
+	res, _ := s.exec(ctx, s.sc.renew, s.withQueue(id, t),
+		[]string{strconv.FormatInt(c.Gen, 10), ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, nil)
+	code, err := res.AsInt64()
+	if err != nil {
+		return fmt.Errorf("redisstore: renew lease %s: %w", id, err)
+	}
+	switch code {
+	case -2:
+		return tasks.ErrNotFound
+	case -1:
+		return tasks.ErrFenced
+	}
+	return nil
 }
 
 // Commit implements tasks.Store.

@@ -1,13 +1,11 @@
 package redisstore
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,41 +127,11 @@ func TestDispatch(t *testing.T) {
 					t.Errorf("%s: message due at %v, want %v", stage, got, at)
 				}
 			}
-			// Wake messages published on the shard's channel, counted by a
-			// subscriber; a sentinel published after them tells when all
-			// have arrived (a channel delivers in order).
-			var wakes, synced atomic.Int64
-			// (On a connection of its own: the embedded Redis takes no other
-			// command on a subscribed one.)
-			dc, release := c.Dedicate()
-			defer release()
-			subCtx, stop := context.WithCancel(ctx)
-			defer stop()
-			go dc.Receive(subCtx, dc.B().Subscribe().Channel(wkey).Build(), func(m rueidis.PubSubMessage) {
-				switch m.Message {
-				case "sync":
-					synced.Add(1)
-				default:
-					wakes.Add(1)
-				}
-			})
-			// The first sentinel proves the subscription is live.
-			for deadline := time.Now().Add(5 * time.Second); synced.Load() == 0; time.Sleep(10 * time.Millisecond) {
-				c.Do(ctx, c.B().Publish().Channel(wkey).Message("sync").Build())
-				if time.Now().After(deadline) {
-					t.Fatal("no subscription to the wake channel in 5s")
-				}
-			}
+			// Wake messages published on the shard's channel.
+			wakes := testredis.Listen(t, c, wkey)
 			tokens := func() int64 {
 				t.Helper()
-				want := synced.Load() + 1
-				c.Do(ctx, c.B().Publish().Channel(wkey).Message("sync").Build())
-				for deadline := time.Now().Add(5 * time.Second); synced.Load() < want; time.Sleep(time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatal("the wake channel's sentinel did not arrive in 5s")
-					}
-				}
-				return wakes.Load()
+				return wakes.Count(t)
 			}
 			create := func() string {
 				t.Helper()
@@ -193,7 +161,23 @@ func TestDispatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Each renewal holds the message until the lease's new end: a
+			// worker that dies is replaced then. (The first announces it,
+			// earlier than the receipt of the receive; later renewals move
+			// it later, quietly.)
+			if err := s.RenewLease(ctx, cl, now, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			want("after a first RenewLease", id, now.Add(time.Minute))
 			before := tokens()
+			renewed := now.Add(20 * time.Second)
+			if err := s.RenewLease(ctx, cl, renewed, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			want("after a RenewLease", id, renewed.Add(time.Minute))
+			if got := tokens(); got != before {
+				t.Errorf("a renewal pushed %d wake tokens, want none", got-before)
+			}
 			wake := now.Add(30 * time.Minute)
 			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
 				t.Fatal(err)

@@ -31,7 +31,10 @@ type script struct {
 //
 //   - dispatch(at, quiet) / undispatch() enqueue the task at at (Unix ms;
 //     quiet: without waking an idle consumer, for a worker's own commit) or
-//     drop its message;
+//     drop its message; hold(at) makes its message a receipt that runs out
+//     at at, the end of the lease a worker just took or renewed (see
+//     redisqueue.LuaHold): if the worker dies, the task is delivered again
+//     then;
 //   - handback(now, receipt) takes the next due message of the task's
 //     queue shard for the consumer that handles the task's message (see
 //     redisqueue.HandBack; now empty: none asked), or returns false;
@@ -42,11 +45,12 @@ type script struct {
 //     Options.IndexTTL, in ms.
 func dispatchLua(queueTTL, grace, indexTTL time.Duration) string {
 	n := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	return redisqueue.LuaEnqueue + redisqueue.LuaReceive + `
+	return redisqueue.LuaEnqueue + redisqueue.LuaReceive + redisqueue.LuaHold + `
 local DQ, DW, DUE = KEYS[#KEYS-1], KEYS[#KEYS], KEYS[#KEYS-2]
 local DID = string.match(KEYS[1], '{([^{}]*)}$')
 local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
 local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
+local function holdq(at) hold(DQ, DW, DID, at, '` + n(queueTTL) + `') end
 local function undispatch() redis.call('ZREM', DQ, DID) end
 local function handback(now, receipt)
   if now == '' then return false end
@@ -70,6 +74,7 @@ end
 const noDispatchLua = `
 local GRACE = 0
 local function dispatch(at, quiet) end
+local function holdq(at) end
 local function undispatch() end
 local function handback(now, receipt) return false end
 local function due(at) end
@@ -80,7 +85,7 @@ local function undue(live) end
 
 // scripts are a Store's transition scripts, with its dispatch prelude.
 type scripts struct {
-	create, update, cancel, claim, commit script
+	create, update, cancel, claim, commit, renew script
 }
 
 func newScripts(prelude string) scripts {
@@ -90,6 +95,7 @@ func newScripts(prelude string) scripts {
 		cancel: newScript(prelude+cancelLua, true),
 		claim:  newScript(prelude+claimLua, false),
 		commit: newScript(prelude+commitLua, false),
+		renew:  newScript(prelude+renewLua, true),
 	}
 }
 
@@ -311,11 +317,20 @@ var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", 
 
 // claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
-// Returns {code, gen, att, wake, record, journal, responses} where code is
-// NF (not found), T (terminal), X (made terminal here: cancellation was
-// requested), L (leased), P (parked for input), W (sleeping until wake) or C
-// (claimed); record is the task hash for T and X, and the values of
-// claimFields for C.
+// Returns {code, gen, att, wake, record, journal, responses, lost} where
+// code is NF (not found), T (terminal), X (made terminal here: cancellation
+// was requested), L (leased), P (parked for input), W (sleeping until wake)
+// or C (claimed); record is the task hash for T and X, and the values of
+// claimFields for C; lost is the end of the lease a claim C took over (its
+// holder was lost), else 0. L holds the task's message until the live
+// lease's end. C leaves the message as the delivery left it: a receipt
+// that runs out with the queue's visibility timeout, which the deployment
+// sets to the lease (bundle: MCPTASKS_QUEUE_VISIBILITY defaults to
+// MCPTASKS_LEASE), so that a worker that dies before its first renewal is
+// replaced then too (a delivery that comes a few milliseconds before the
+// lease's end finds it live, and L holds the message until it ends).
+// Moving it here would cost every step two commands for a correction of
+// those milliseconds.
 var claimLua = luaTerminal + `
 local CLAIMFIELDS = {'` + strings.Join(claimFields, "', '") + `'}` + `
 local now = tonumber(ARGV[1])
@@ -331,7 +346,7 @@ if terminal(f.status) then return {'T', 0, 0, 0, all} end
 local lease = tonumber(f.lease or '0')
 if lease > now then
   -- Held by a live worker: this delivery comes back when the lease ends.
-  dispatch(f.lease)
+  holdq(f.lease)
   return {'L', 0, 0, lease}
 end
 if f.cancel == '1' then
@@ -346,14 +361,15 @@ if f.status == 'input_required' and (wake == 0 or wake > now) then return {'P', 
 if f.status == 'working' and wake > now then return {'W', 0, 0, wake} end
 local gen = tonumber(f.gen or '0') + 1
 local att = tonumber(f.att or '0') + 1
+local ends = now + tonumber(ARGV[2])
 if f.status == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]), 'status', 'working')
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', ends, 'status', 'working')
   changed()
 else
-  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', now + tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', ends)
 end
 -- The journal and responses unless the task is known to have none.
 local journal, responses = {}, {}
@@ -363,7 +379,21 @@ if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
 -- lease and status it now has.
 local rec = {}
 for i, k in ipairs(CLAIMFIELDS) do rec[i] = f[k] or '' end
-return {'C', gen, att, wake, rec, journal, responses}
+return {'C', gen, att, wake, rec, journal, responses, lease}
+`
+
+// renewScript: KEYS t; ARGV gen now leaseMs. Renews the lease of the claim
+// gen if it still holds the task (see tasks.LeaseRenewer) and holds the
+// task's message until the new end. Returns the new end (Unix ms), -1
+// fenced or -2 gone. Idempotent for a given now, so retryable.
+var renewLua = luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'gen', 'lease', 'status')
+if not h[3] then return -2 end
+if h[1] ~= ARGV[1] or (h[2] or '0') == '0' or terminal(h[3]) then return -1 end
+local ends = tonumber(ARGV[2]) + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'lease', ends)
+holdq(ends)
+return ends
 `
 
 // commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts

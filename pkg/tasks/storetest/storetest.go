@@ -98,6 +98,11 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"OfferLateAnswers", testOfferLateAnswers},
 		{"OfferEnds", testOfferEnds},
 		{"ClaimPastDeadlineIsWorking", testClaimPastDeadline},
+		{"ClaimReportsLostLease", testClaimReportsLost},
+		{"RenewLeaseExtends", testRenewExtends},
+		{"RenewLeaseFencing", testRenewFencing},
+		{"RenewLeaseAfterRelease", testRenewAfterRelease},
+		{"RenewLeaseUnknown", testRenewUnknown},
 		{"List", testList},
 		{"Outstanding", testOutstanding},
 	}
