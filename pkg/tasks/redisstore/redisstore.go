@@ -215,7 +215,8 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
 		s.names = map[string]string{s.sc.create.sha: "create", s.sc.update.sha: "update", s.sc.claim.sha: "claim",
-			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel", s.sc.renew.sha: "renew"}
+			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel", s.sc.renew.sha: "renew", s.sc.deliver.sha: "deliver",
+			s.sc.claimBranch.sha: "claim_branch", s.sc.renewBranch.sha: "renew_branch", s.sc.commitBranch.sha: "commit_branch"}
 	}
 	return s
 }
@@ -300,6 +301,15 @@ func (s *Store) readKeys(id string) []string {
 
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
+
+// eventsKey is the hash of a task's events (see events.go).
+func (s *Store) eventsKey(id string) string { return s.prefix + "{" + id + "}:e" }
+
+// forkKey is the hash of the branches of a task's n-th parallel step (see
+// branches.go).
+func (s *Store) forkKey(id string, n int) string {
+	return s.prefix + "{" + id + "}:f" + strconv.Itoa(n)
+}
 
 // dueKey is the due-index shard of task id.
 func (s *Store) dueKey(id string) string { return s.dueKeys[slots.ShardOf(id, len(s.dueKeys))] }
@@ -598,7 +608,7 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	defer cancel()
 	t, p, j, r := s.keys(nt.ID)
 	cmds := []rueidis.Completed{
-		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID)).Build(),
+		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID)).Build(),
 		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
 	}
 	if nt.Listed {
@@ -695,7 +705,7 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 		TTL: msDur("ttl"), PollInterval: msDur("poll"),
 		CancelRequested: h["cancel"] == "1",
 		LeaseUntil:      msTime("lease"), WakeAt: msTime("wake"),
-		TraceParent: h["tp"],
+		TraceParent: h["tp"], Awaiting: h["aw"],
 	}
 	if v := h["result"]; v != "" {
 		t.Result = json.RawMessage(v)
@@ -844,7 +854,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id)),
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
 			s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
@@ -885,6 +895,19 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		_ = s.forget(ctx, id, task.Owner)
 		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
 	}
+	cl, err := decodeClaim(id, arr, now, lease)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	return cl, nil
+}
+
+// decodeClaim decodes the reply of a claim C (of a task, or of a branch:
+// see branchClaimLua) taken at now for lease.
+func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+	if len(arr) < 9 {
+		return nil, fmt.Errorf("a reply of %d elements", len(arr))
+	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()
 	rec, err := arr[4].AsStrSlice()
@@ -892,7 +915,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		err = fmt.Errorf("%d fields, want %d", len(rec), len(claimFields))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+		return nil, err
 	}
 	h := make(map[string]string, len(claimFields))
 	for i, k := range claimFields {
@@ -903,28 +926,33 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		return nil, err
 	}
 	// The record is as read before the claim: it holds the lease now, and
-	// runs (a task claimed out of input_required is working from here).
+	// runs (a task claimed out of input_required, or out of a wait for an
+	// event, is working from here).
+	task.Awaiting = ""
 	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
 	task.Status = tasks.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
 	journal := make([]tasks.Entry, len(raw))
 	for i, e := range raw {
 		if journal[i], err = decodeEntry(e); err != nil {
-			return nil, fmt.Errorf("redisstore: claim %s: journal entry %d: %w", id, i, err)
+			return nil, fmt.Errorf("journal entry %d: %w", i, err)
 		}
 	}
 	resp, err := arr[6].AsStrMap()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s responses: %w", id, err)
+		return nil, fmt.Errorf("responses: %w", err)
 	}
-	responses := make(map[string]json.RawMessage, len(resp))
-	for k, v := range resp {
-		responses[k] = json.RawMessage(v)
+	evs, err := arr[8].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
-	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}
+	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: rawMap(resp), Attempts: int(att)}
+	if len(evs) > 0 {
+		cl.Events = rawMap(evs)
+	}
 	if lost, _ := arr[7].AsInt64(); lost > 0 {
 		cl.Lost = time.UnixMilli(lost).UTC()
 	}
@@ -978,6 +1006,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		op = "cancel"
 	case ch.Park != nil:
 		op = "park"
+	case ch.Release && ch.Await != "":
+		op = "await"
 	case ch.Release && ch.Sleep:
 		op = "sleep"
 	case ch.Release:
@@ -1020,10 +1050,19 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 			hbNow, hbReceipt = hb.Args()
 		}
 	}
-	args := make([]string, 0, 16+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
+	awaited, fork, forkKey := "", "", s.forkKey(id, 0)
+	if op == "await" {
+		awaited = ch.Await
+		if f := ch.Fork; f != nil {
+			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
+			forkKey = s.forkKey(id, f.Number)
+		}
+	}
+	args := make([]string, 0, 19+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch)+2*len(ch.Open))
 	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
 		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
-		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt)
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt,
+		awaited, strconv.Itoa(len(ch.Open)), fork)
 	for _, e := range ch.Append {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -1037,6 +1076,13 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	args = append(args, offers...)
 	args = append(args, withdrawn...)
 	args = append(args, watch...)
+	for i := range ch.Open {
+		w, err := encodeWait(&ch.Open[i])
+		if err != nil {
+			return fmt.Errorf("redisstore: commit %s: %w", id, err)
+		}
+		args = append(args, ch.Open[i].Name, w)
+	}
 	// Keep the sweeper's index in step (a hint; see the package doc). A
 	// stale (fenced) commit must never move the index entry later or drop
 	// it: the current holder's entry is what recovers the task if that
@@ -1059,10 +1105,12 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if !ch.WakeAt.IsZero() {
 			due = ch.WakeAt.Add(s.grace)
 		}
-	case op == "release", op == "sleep":
+	case op == "await" && ch.Fork != nil:
+		due = ch.Now.Add(s.grace) // the sweeper watches the branches
+	case op == "release", op == "sleep", op == "await":
 		due = ch.WakeAt.Add(s.grace)
 	}
-	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after, true)
+	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
 	arr, err := res.ToArray()
 	if err == nil && hb != nil && len(arr) > 4 {
 		// Recorded even if the write did not replicate: the consumer
@@ -1226,6 +1274,10 @@ type Record struct {
 	// Claims is the fencing generation: how many times a worker took a
 	// lease on the task (zero once it ended: the store drops the count).
 	Claims int64
+	// Events are the task's callbacks, signals and joins, by name.
+	Events map[string]EventRecord
+	// Forks are its parallel steps, in order, with their branches.
+	Forks []ForkRecord
 }
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
@@ -1243,9 +1295,10 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		s.c.B().Hgetall().Key(s.offersKey(id)).Build(),
 		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
 		s.c.B().Hgetall().Key(r).Build(),
-		s.c.B().Get().Key(s.resultKey(id)).Build())
+		s.c.B().Get().Key(s.resultKey(id)).Build(),
+		s.c.B().Hgetall().Key(s.eventsKey(id)).Build())
 	var maps [5]map[string]string
-	for i, k := range []int{0, 1, 2, 4} {
+	for i, k := range []int{0, 1, 2, 4, 6} {
 		m, err := res[k].AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
@@ -1291,6 +1344,27 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	att, _ := strconv.Atoi(h["att"])
 	rec.Attempts = att
 	rec.Claims, _ = strconv.ParseInt(h["gen"], 10, 64)
+	if rec.Events, err = eventsOf(maps[4]); err != nil {
+		return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
+	}
+	var forks []rueidis.Completed
+	for _, e := range rec.Journal {
+		if e.Kind == tasks.KindFork {
+			forks = append(forks, s.c.B().Hgetall().Key(s.forkKey(id, len(forks)+1)).Build())
+		}
+	}
+	if len(forks) > 0 {
+		now := time.Now()
+		for i, r := range s.c.DoMulti(ctx, forks...) {
+			fh, err := r.AsStrMap()
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: inspect %s: fork %d: %w", id, i+1, err)
+			}
+			if len(fh) > 0 {
+				rec.Forks = append(rec.Forks, forkRecord(i+1, fh, now))
+			}
+		}
+	}
 	return rec, nil
 }
 
