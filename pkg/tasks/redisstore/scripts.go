@@ -96,8 +96,8 @@ local function undispatchID(id) end
 type scripts struct {
 	create, update, cancel, claim, commit, renew script
 	// deliver: events.go; the branch scripts: branches.go.
-	deliver                                      script
-	claimBranch, renewBranch, commitBranch       script
+	deliver                                script
+	claimBranch, renewBranch, commitBranch script
 }
 
 func newScripts(prelude string) scripts {
