@@ -55,11 +55,14 @@
 //
 // [New] answers unknown methods of older revisions with -32601 too.
 //
-// GET /healthz answers "ok", and Options.Extra mounts further routes.
+// GET /healthz answers "ok", tasks.CallbackPath serves the callback URLs of
+// a ForTasks endpoint (tasks.Server.CallbackHandler), and Options.Extra
+// mounts further routes.
 package endpoint
 
 import (
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -182,6 +185,11 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 	if ts.Tracing() {
 		h = traceContext(h)
 	}
+	// Callback URLs (tasks.Callback), outside authentication and the
+	// Origin check: the URL is the capability.
+	extra := map[string]http.Handler{tasks.CallbackPath: ts.CallbackHandler()}
+	maps.Copy(extra, o.Extra)
+	o.Extra = extra
 	return o.mount(h, lim)
 }
 

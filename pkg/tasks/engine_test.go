@@ -49,8 +49,9 @@ func (c *clock) opts(o *tasks.Options)   { o.Now = c.Now }
 
 // harness is a tasks server on a real Redis, served over httptest.
 type harness struct {
-	// prefix is the harness's own key prefix (redisstore.Options.Prefix).
-	prefix string
+	// prefix is the harness's own key prefix (redisstore.Options.Prefix);
+	// url is the endpoint's base URL.
+	prefix, url string
 	srv    *tasks.Server
 	store  *redisstore.Store
 	q      *redisqueue.Queue
@@ -86,6 +87,7 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	register(h.srv)
 	ts := httptest.NewServer(endpoint.ForTasks(h.srv, nil))
 	t.Cleanup(ts.Close)
+	h.url = ts.URL
 	h.c = mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
 	// The same server without the lean tasks/* path: every request goes
 	// through the go-sdk.
