@@ -102,6 +102,12 @@ type Config struct {
 	// CronSecret is the bearer token the sweeper endpoint of a Vercel
 	// deployment requires (CRON_SECRET; Vercel Cron sends it).
 	CronSecret string
+	// PublicURL is MCPTASKS_PUBLIC_URL: the public base URL of the MCP
+	// function (https://app.example.com), under which callback URLs are
+	// formed (tasks.Options.PublicURL). Workers need it to make callbacks.
+	// Default: the origin of MCPTASKS_QSTASH_WORKER_URL on Vercel; the
+	// local server's own address for `serve`.
+	PublicURL string
 }
 
 // DefaultClusterShards is the number of shards of the queue and the due
@@ -207,6 +213,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			BypassSecret:      getenv("VERCEL_AUTOMATION_BYPASS_SECRET"),
 		},
 		CronSecret: getenv("CRON_SECRET"),
+		PublicURL:  strings.TrimSpace(getenv("MCPTASKS_PUBLIC_URL")),
 	}
 	var errs []error
 	dur := func(name string, dst *time.Duration, def time.Duration) {
@@ -296,8 +303,25 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := redisstore.CheckPrefix(c.KeyPrefix); err != nil {
 		errs = append(errs, fmt.Errorf("MCPTASKS_KEY_PREFIX=%q: %w", c.KeyPrefix, err))
 	}
-	errs = append(errs, c.checkQueue())
+	errs = append(errs, c.checkQueue(), c.checkPublicURL())
 	return c, errors.Join(errs...)
+}
+
+// checkPublicURL validates MCPTASKS_PUBLIC_URL, or defaults it to the
+// origin of the QStash worker URL (the deployment's public host).
+func (c *Config) checkPublicURL() error {
+	if c.PublicURL == "" {
+		if u, err := url.Parse(c.QStash.WorkerURL); c.Queue == QueueQStash && err == nil && u.Host != "" {
+			c.PublicURL = u.Scheme + "://" + u.Host
+		}
+		return nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("MCPTASKS_PUBLIC_URL=%q: want the absolute http(s) URL the MCP function is reached at, such as https://app.example.com", c.PublicURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return nil
 }
 
 // checkQueue validates the queue selection and what it needs, and sets the
@@ -680,6 +704,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		MeterProvider:      tel.MeterProvider,
 		Jobs:               tasks.JobOptions{Disable: cfg.NoJobs},
 		Now:                o.now,
+		PublicURL:          cfg.PublicURL,
 	}
 	if app.Options != nil {
 		app.Options(&topts)

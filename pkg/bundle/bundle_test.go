@@ -397,3 +397,34 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
 	}
 }
+
+// MCPTASKS_PUBLIC_URL is an absolute http(s) URL, kept without a trailing
+// slash; on QStash it defaults to the worker URL's origin.
+func TestFromEnvPublicURL(t *testing.T) {
+	t.Parallel()
+	qstash := map[string]string{
+		"REDIS_URL": "redis://127.0.0.1:6379", "MCPTASKS_QUEUE": "qstash", "QSTASH_TOKEN": "tok",
+		"QSTASH_CURRENT_SIGNING_KEY": "cur", "MCPTASKS_QSTASH_WORKER_URL": "https://app.example.com/api/worker",
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+		ok   bool
+	}{
+		{map[string]string{}, "", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "https://mcp.example.com/"}, "https://mcp.example.com", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "http://127.0.0.1:8080"}, "http://127.0.0.1:8080", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "mcp.example.com"}, "", false},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "ftp://mcp.example.com"}, "", false},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "https://mcp.example.com/?a=1"}, "", false},
+		{qstash, "https://app.example.com", true},
+	} {
+		cfg, err := FromEnv(func(k string) string { return tc.env[k] })
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "MCPTASKS_PUBLIC_URL")) {
+			t.Errorf("%v: error %v, want ok=%v", tc.env, err, tc.ok)
+		}
+		if tc.ok && cfg.PublicURL != tc.want {
+			t.Errorf("%v: PublicURL %q, want %q", tc.env, cfg.PublicURL, tc.want)
+		}
+	}
+}
