@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
+	"github.com/mcptasks/mcptasks/internal/spawn"
 	"github.com/redis/rueidis"
 )
 
@@ -291,7 +292,7 @@ func runNode(bin, dir string, port, bus int, nodeTimeout time.Duration) (*Node, 
 		"--dir", dir,
 		"--logfile", "redis.log",
 	)
-	if err := startProcess(cmd); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("starting redis-server: %w", err)
 	}
 	n := &Node{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: cmd.Process, dir: dir, exited: make(chan struct{})}

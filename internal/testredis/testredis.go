@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/spawn"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/redis/rueidis"
 )
@@ -104,7 +105,7 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 		return "", nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := startProcess(cmd); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return "", nil, fmt.Errorf("starting redis-server: %w", err)
 	}
 	ready := make(chan error, 1)

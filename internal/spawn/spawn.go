@@ -1,4 +1,6 @@
-package testredis
+// Package spawn starts the server processes of tests (redis-server,
+// postgres) so that they die with the test binary.
+package spawn
 
 import (
 	"os/exec"
@@ -31,9 +33,9 @@ type spawnRequest struct {
 	done chan error
 }
 
-// startProcess starts cmd so that it is killed when the test binary exits
-// (on Linux; elsewhere it is stopped by the test's cleanup only).
-func startProcess(cmd *exec.Cmd) error {
+// Start starts cmd so that it is killed when the test binary exits (on
+// Linux; elsewhere it is stopped by the test's cleanup only).
+func Start(cmd *exec.Cmd) error {
 	setParentDeathSignal(cmd)
 	done := make(chan error, 1)
 	spawner() <- spawnRequest{cmd, done}

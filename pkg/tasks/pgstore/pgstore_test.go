@@ -1,0 +1,49 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcptasks/mcptasks/internal/testpg"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
+	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
+)
+
+// pool returns a pool of the server at url, configured as the store's
+// (pgstore.PoolConfig), closed when t ends.
+func pool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgstore.PoolConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestStoreContract runs the Store contract on PostgreSQL, in a schema of
+// its own per case, with and without dispatching.
+func TestStoreContract(t *testing.T) {
+	url := testpg.Start(t)
+	p := pool(t, url)
+	for _, dispatch := range []bool{false, true} {
+		name := "plain"
+		if dispatch {
+			name = "dispatch"
+		}
+		t.Run(name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				s := pgstore.New(p, &pgstore.Options{Schema: testpg.Schema(t, url), Dispatch: dispatch})
+				t.Cleanup(s.Close)
+				return s
+			})
+		})
+	}
+}
