@@ -61,6 +61,7 @@ type sub struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	done      chan error
+	ended     chan struct{}
 	once      sync.Once
 }
 
@@ -72,6 +73,7 @@ func (s *sub) end(err error) {
 	s.once.Do(func() {
 		s.done <- err
 		close(s.done)
+		close(s.ended)
 	})
 }
 
@@ -104,7 +106,7 @@ var ErrClosed = errors.New("pglisten: listener closed")
 // committed from then on reaches fn; done yields why the subscription
 // ended (ctx's error, or the connection's), then is closed.
 func (l *Listener) Subscribe(ctx context.Context, fn func(payload string)) (ready <-chan struct{}, done <-chan error) {
-	s := &sub{fn: fn, ready: make(chan struct{}), done: make(chan error, 1)}
+	s := &sub{fn: fn, ready: make(chan struct{}), done: make(chan error, 1), ended: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -126,7 +128,7 @@ func (l *Listener) Subscribe(ctx context.Context, fn func(payload string)) (read
 		case <-ctx.Done():
 			l.remove(s)
 			s.end(ctx.Err())
-		case <-s.done:
+		case <-s.ended:
 		}
 	}()
 	return s.ready, s.done

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -127,4 +128,53 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (from, to i
 		return from, from, fmt.Errorf("migrating %s: %w", schema, err)
 	}
 	return from, Version, nil
+}
+
+// Current makes sure, once per process, that a schema is at Version,
+// migrating it if not: the check is one statement on first use, and
+// nothing after. It is safe for concurrent use.
+type Current struct {
+	pool   *pgxpool.Pool
+	schema string
+	bad    error
+	ok     atomic.Bool
+	// token is held by the call that checks.
+	token chan struct{}
+}
+
+// NewCurrent returns the check of schema on pool. A schema name that
+// Check refuses makes every Ensure fail.
+func NewCurrent(pool *pgxpool.Pool, schema string) *Current {
+	return &Current{pool: pool, schema: schema, bad: Check(schema), token: make(chan struct{}, 1)}
+}
+
+// Ensure returns nil once the schema is known to be current; it waits
+// for a concurrent check no longer than ctx.
+func (c *Current) Ensure(ctx context.Context) error {
+	if c.ok.Load() {
+		return nil
+	}
+	if c.bad != nil {
+		return c.bad
+	}
+	select {
+	case c.token <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the schema check: %w", ctx.Err())
+	}
+	defer func() { <-c.token }()
+	if c.ok.Load() {
+		return nil
+	}
+	v, err := Installed(ctx, c.pool, c.schema)
+	if err != nil {
+		return err
+	}
+	if v < Version {
+		if _, _, err := Migrate(ctx, c.pool, c.schema); err != nil {
+			return err
+		}
+	}
+	c.ok.Store(true)
+	return nil
 }

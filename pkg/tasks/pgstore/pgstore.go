@@ -55,7 +55,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -114,11 +113,7 @@ type Store struct {
 	sql      statements
 	listen   *pglisten.Listener
 	tracer   trace.Tracer
-	// ready is set once the schema is known to be current; migrating is
-	// a token held by the call that checks it.
-	ready     atomic.Bool
-	migrating chan struct{}
-	bad       error
+	current  *pgschema.Current
 }
 
 var (
@@ -143,8 +138,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 		o.PurgeBatch = 500
 	}
 	s := &Store{pool: pool, schema: o.Schema, grace: o.EnqueueGrace.Milliseconds(), dispatch: o.Dispatch,
-		purge: o.PurgeBatch, sql: newStatements(o.Schema), migrating: make(chan struct{}, 1)}
-	s.bad = pgschema.Check(o.Schema)
+		purge: o.PurgeBatch, sql: newStatements(o.Schema), current: pgschema.NewCurrent(pool, o.Schema)}
 	listen := o.Listen
 	if listen == nil {
 		listen = pool.Config().ConnConfig
@@ -192,31 +186,9 @@ const SchemaVersion = pgschema.Version
 // ensure makes sure, once, that the schema is current (migrating it if
 // not). It waits no longer than ctx.
 func (s *Store) ensure(ctx context.Context) error {
-	if s.ready.Load() {
-		return nil
-	}
-	if s.bad != nil {
-		return fmt.Errorf("pgstore: %w", s.bad)
-	}
-	select {
-	case s.migrating <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("pgstore: waiting for the schema check: %w", ctx.Err())
-	}
-	defer func() { <-s.migrating }()
-	if s.ready.Load() {
-		return nil
-	}
-	v, err := pgschema.Installed(ctx, s.pool, s.schema)
-	if err != nil {
+	if err := s.current.Ensure(ctx); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
-	if v < pgschema.Version {
-		if _, _, err := pgschema.Migrate(ctx, s.pool, s.schema); err != nil {
-			return fmt.Errorf("pgstore: %w", err)
-		}
-	}
-	s.ready.Store(true)
 	return nil
 }
 

@@ -47,3 +47,30 @@ func TestStoreContract(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreContractThroughPgBouncer runs the Store contract through a
+// transaction-mode pooler (PgBouncer, as Neon's pooled URL and RDS Proxy
+// are), in pgx's exec mode (PoolConfig's default) and its simple
+// protocol; Watch listens on the direct URL.
+func TestStoreContractThroughPgBouncer(t *testing.T) {
+	direct := testpg.StartServer(t).URL
+	pooled := testpg.StartPgBouncer(t, direct)
+	listen, err := pgstore.ConnConfig(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"", "simple_protocol"} {
+		name, url := "exec", pooled
+		if mode != "" {
+			name, url = mode, pooled+"&default_query_exec_mode="+mode
+		}
+		t.Run(name, func(t *testing.T) {
+			p := pool(t, url)
+			storetest.Run(t, func(t *testing.T) tasks.Store {
+				s := pgstore.New(p, &pgstore.Options{Schema: testpg.Schema(t, url), Dispatch: true, Listen: listen})
+				t.Cleanup(s.Close)
+				return s
+			})
+		})
+	}
+}

@@ -7,7 +7,7 @@ import "github.com/mcptasks/mcptasks/internal/pgschema"
 // pgx's exec and simple protocols (which type parameters by Go type), and
 // times travel as Unix milliseconds (see pgschema's ts and ms).
 type statements struct {
-	create, get, update, cancel, claim, commit, cancelRequested, due, list, schedule, reschedule string
+	create, get, update, cancel, claim, commit, cancelRequested, due, list, inspect, schedule, reschedule string
 }
 
 func newStatements(schema string) statements {
@@ -37,6 +37,9 @@ WHERE due_at <= {S}.ts($1::bigint) AND expires_at > now() ORDER BY due_at LIMIT 
 WHERE owner = $1::text AND listed AND expires_at > {S}.ts($2::bigint) AND expires_at > now()
   AND ($3::bigint IS NULL OR (expires_at, id) < ({S}.ts($3::bigint), $4::text))
 ORDER BY expires_at DESC, id DESC LIMIT $5::bigint`),
+		inspect: q(`SELECT ` + taskColumns + `, attempts, gen, {S}.ms(cancel_requested_at), responses::text,
+  answered_at::text, ARRAY(SELECT entry FROM {S}.journal WHERE task_id = t.id ORDER BY seq)
+FROM {S}.tasks t WHERE id = $1::text AND expires_at > now()`),
 		schedule:   q(`UPDATE {S}.tasks SET due_at = {S}.ts($2::bigint) WHERE id = $1::text`),
 		reschedule: q(`UPDATE {S}.tasks SET due_at = {S}.ts($3::bigint) WHERE id = $1::text AND due_at = {S}.ts($2::bigint)`),
 	}

@@ -1127,31 +1127,10 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// Record is everything the store holds of one task, for an operator with
-// access to Redis (mcptasks inspect). It is never served to clients: it
-// holds the principal's arguments, answers and results.
-type Record struct {
-	// Task is the task record, as Peek returns it.
-	Task *tasks.Task
-	// Journal is the task's journal, history entries (tasks.KindAttempt)
-	// included.
-	Journal []tasks.Entry
-	// Responses are the input responses received (key -> response).
-	Responses map[string]json.RawMessage
-	// AnsweredAt is when each answered input key was answered.
-	AnsweredAt map[string]time.Time
-	// Waiting holds the input requests a parked task waits for, Offers
-	// its outstanding offers (key -> request).
-	Waiting, Offers map[string]json.RawMessage
-	// CancelRequestedAt is when tasks/cancel first reached the live task
-	// (zero: never).
-	CancelRequestedAt time.Time
-	// Attempts is how many times the next unjournaled step was claimed.
-	Attempts int
-	// Claims is the fencing generation: how many times a worker took a
-	// lease on the task (zero once it ended: the store drops the count).
-	Claims int64
-}
+// Record is everything the store holds of one task (see tasks.Record).
+type Record = tasks.Record
+
+var _ tasks.Inspector = (*Store)(nil)
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
 // tasks.ErrNotFound. Its reads are one pipelined round trip, not one
