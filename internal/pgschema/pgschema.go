@@ -90,11 +90,15 @@ func Installed(ctx context.Context, q interface {
 
 // Migrate creates schema, or brings it up to Version, in one transaction
 // that holds a transaction-scoped advisory lock (so concurrent processes
-// migrate once, and it works through a transaction-mode pooler). It is
-// idempotent. It reports the versions before and after.
+// migrate once, and it works through a transaction-mode pooler). A schema
+// that is current costs one statement, which needs no privilege but
+// reading it. It is idempotent. It reports the versions before and after.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (from, to int, err error) {
 	if err := Check(schema); err != nil {
 		return 0, 0, err
+	}
+	if from, err = Installed(ctx, pool, schema); err != nil || from >= Version {
+		return from, from, err
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -142,10 +146,13 @@ type Current struct {
 	token chan struct{}
 }
 
-// NewCurrent returns the check of schema on pool. A schema name that
-// Check refuses makes every Ensure fail.
-func NewCurrent(pool *pgxpool.Pool, schema string) *Current {
-	return &Current{pool: pool, schema: schema, bad: Check(schema), token: make(chan struct{}, 1)}
+// NewCurrent returns the check of schema on pool; known says the caller
+// ran Migrate already (the check is then done). A schema name that Check
+// refuses makes every Ensure fail.
+func NewCurrent(pool *pgxpool.Pool, schema string, known bool) *Current {
+	c := &Current{pool: pool, schema: schema, bad: Check(schema), token: make(chan struct{}, 1)}
+	c.ok.Store(known && c.bad == nil)
+	return c
 }
 
 // Ensure returns nil once the schema is known to be current; it waits
@@ -166,14 +173,8 @@ func (c *Current) Ensure(ctx context.Context) error {
 	if c.ok.Load() {
 		return nil
 	}
-	v, err := Installed(ctx, c.pool, c.schema)
-	if err != nil {
+	if _, _, err := Migrate(ctx, c.pool, c.schema); err != nil {
 		return err
-	}
-	if v < Version {
-		if _, _, err := Migrate(ctx, c.pool, c.schema); err != nil {
-			return err
-		}
 	}
 	c.ok.Store(true)
 	return nil

@@ -59,7 +59,10 @@ func TestFromEnvQueue(t *testing.T) {
 		{"qstash without worker URL", with(qstash, "MCPTASKS_QSTASH_WORKER_URL", ""), "", "MCPTASKS_QSTASH_WORKER_URL"},
 		{"qstash with a relative worker URL", with(qstash, "MCPTASKS_QSTASH_WORKER_URL", "/api/worker"), "", "MCPTASKS_QSTASH_WORKER_URL"},
 		{"qstash with bad retries", with(qstash, "MCPTASKS_QSTASH_RETRIES", "many"), "", "MCPTASKS_QSTASH_RETRIES"},
-		{"unknown", map[string]string{"MCPTASKS_QUEUE": "kafka"}, "", "want redis, sqs or qstash"},
+		{"unknown", map[string]string{"MCPTASKS_QUEUE": "kafka"}, "", "want redis, postgres, sqs or qstash"},
+		{"postgres by default with DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://h/db"}, QueuePostgres, ""},
+		{"postgres without DATABASE_URL", map[string]string{"MCPTASKS_QUEUE": "postgres"}, "", "needs DATABASE_URL"},
+		{"sqs on the Postgres store", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://q"}, QueueSQS, ""},
 	}
 	for _, c := range cases {
 		cfg, err := FromEnv(envOf(c.env))
@@ -81,6 +84,38 @@ func TestFromEnvQueue(t *testing.T) {
 	cfg, _ = FromEnv(envOf(with(with(qstash, "CRON_SECRET", "s3cret"), "QSTASH_NEXT_SIGNING_KEY", "next")))
 	if cfg.CronSecret != "s3cret" || cfg.QStash.NextSigningKey != "next" || cfg.QStash.Token != "tok" {
 		t.Errorf("qstash config = %+v, cron %q", cfg.QStash, cfg.CronSecret)
+	}
+}
+
+// MCPTASKS_STORE selects the store; without it DATABASE_URL selects
+// Postgres unless REDIS_URL is set (a deployment that has REDIS_URL keeps
+// its store whatever else it sets).
+func TestFromEnvStore(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		env     map[string]string
+		store   string
+		wantErr string
+	}{
+		{"default is redis", map[string]string{}, StoreRedis, ""},
+		{"DATABASE_URL alone", map[string]string{"DATABASE_URL": "postgres://h/db"}, StorePostgres, ""},
+		{"REDIS_URL wins", map[string]string{"DATABASE_URL": "postgres://h/db", "REDIS_URL": "redis://h:6379"}, StoreRedis, ""},
+		{"explicitly postgres", map[string]string{"MCPTASKS_STORE": "Postgres", "DATABASE_URL": "postgres://h/db", "REDIS_URL": "redis://h:6379"}, StorePostgres, ""},
+		{"postgres without DATABASE_URL", map[string]string{"MCPTASKS_STORE": "postgres"}, "", "MCPTASKS_STORE=postgres needs DATABASE_URL"},
+		{"unknown", map[string]string{"MCPTASKS_STORE": "mongo"}, "", "want redis or postgres"},
+		{"bad schema", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_PG_SCHEMA": "My-Tasks"}, "", "MCPTASKS_PG_SCHEMA"},
+	}
+	for _, c := range cases {
+		cfg, err := FromEnv(envOf(c.env))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.wantErr)
+		case c.wantErr == "" && cfg.Store != c.store:
+			t.Errorf("%s: Store = %q, want %q", c.name, cfg.Store, c.store)
+		}
 	}
 }
 

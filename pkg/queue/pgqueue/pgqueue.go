@@ -52,6 +52,9 @@ type Options struct {
 	// the queue (default DefaultPoll): only a safety net behind the
 	// notifications (see the package doc).
 	Poll time.Duration
+	// Migrated says the schema is current already (the caller ran
+	// pgstore.Migrate on it): the first call does not check it.
+	Migrated bool
 	// Listen configures the connection the consumers LISTEN on. It must
 	// reach the server directly, not through a transaction-mode pooler.
 	// Nil: a connection configured as the pool's.
@@ -103,7 +106,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Queue {
 		listen = pool.Config().ConnConfig
 	}
 	q := func(src string) string { return pgschema.SQL(o.Schema, src) }
-	return &Queue{pool: pool, schema: o.Schema, o: o, listen: listen.Copy(), current: pgschema.NewCurrent(pool, o.Schema),
+	return &Queue{pool: pool, schema: o.Schema, o: o, listen: listen.Copy(), current: pgschema.NewCurrent(pool, o.Schema, o.Migrated),
 		sql: statements{
 			enqueue: q(`SELECT {S}.enqueue($1::text, {S}.ts($2::bigint), false)`),
 			receive: q(`SELECT o_id, {S}.ms(o_next) FROM {S}.receive({S}.ts($1::bigint), $2::bigint, $3::bigint)`),

@@ -89,6 +89,9 @@ type Options struct {
 	// PurgeBatch is how many expired tasks each Due deletes at most
 	// (default 500).
 	PurgeBatch int
+	// Migrated says the schema is current already (the caller ran
+	// pgstore.Migrate on it): the first call does not check it.
+	Migrated bool
 	// Listen configures the connection that Watch LISTENs on. It must
 	// reach the server directly, not through a transaction-mode pooler
 	// (on Neon: the unpooled URL). Nil: a connection configured as the
@@ -138,7 +141,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 		o.PurgeBatch = 500
 	}
 	s := &Store{pool: pool, schema: o.Schema, grace: o.EnqueueGrace.Milliseconds(), dispatch: o.Dispatch,
-		purge: o.PurgeBatch, sql: newStatements(o.Schema), current: pgschema.NewCurrent(pool, o.Schema)}
+		purge: o.PurgeBatch, sql: newStatements(o.Schema), current: pgschema.NewCurrent(pool, o.Schema, o.Migrated)}
 	listen := o.Listen
 	if listen == nil {
 		listen = pool.Config().ConnConfig
@@ -740,6 +743,17 @@ func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (
 	n, err := s.exec(ctx, "reschedule", s.sql.reschedule, id, from.UnixMilli(), ms(to))
 	if err != nil {
 		return false, fmt.Errorf("pgstore: reschedule %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// TryLock takes the lock name for holder until hold has passed, on the
+// database's clock, unless it is held (by anyone) already: it reports
+// whether it took it. The deployment's sweepers take turns with it.
+func (s *Store) TryLock(ctx context.Context, name, holder string, hold time.Duration) (bool, error) {
+	n, err := s.exec(ctx, "lock", s.sql.lock, text(name), text(holder), hold.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("pgstore: lock %s: %w", name, err)
 	}
 	return n == 1, nil
 }

@@ -7,7 +7,7 @@ import "github.com/mcptasks/mcptasks/internal/pgschema"
 // pgx's exec and simple protocols (which type parameters by Go type), and
 // times travel as Unix milliseconds (see pgschema's ts and ms).
 type statements struct {
-	create, get, update, cancel, claim, commit, cancelRequested, due, list, inspect, schedule, reschedule string
+	create, get, update, cancel, claim, commit, cancelRequested, due, list, inspect, schedule, reschedule, lock string
 }
 
 func newStatements(schema string) statements {
@@ -40,6 +40,8 @@ ORDER BY expires_at DESC, id DESC LIMIT $5::bigint`),
 		inspect: q(`SELECT ` + taskColumns + `, attempts, gen, {S}.ms(cancel_requested_at), responses::text,
   answered_at::text, ARRAY(SELECT entry FROM {S}.journal WHERE task_id = t.id ORDER BY seq)
 FROM {S}.tasks t WHERE id = $1::text AND expires_at > now()`),
+		lock: q(`INSERT INTO {S}.locks AS l (name, holder, until) VALUES ($1::text, $2::text, now() + $3::bigint * interval '1 millisecond')
+ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until WHERE l.until <= now()`),
 		schedule:   q(`UPDATE {S}.tasks SET due_at = {S}.ts($2::bigint) WHERE id = $1::text`),
 		reschedule: q(`UPDATE {S}.tasks SET due_at = {S}.ts($3::bigint) WHERE id = $1::text AND due_at = {S}.ts($2::bigint)`),
 	}
