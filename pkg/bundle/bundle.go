@@ -351,10 +351,7 @@ func (c *Config) checkStore() error {
 	var errs []error
 	switch c.Store {
 	case "":
-		c.Store = StoreRedis
-		if c.DatabaseURL != "" && c.RedisURL == "" {
-			c.Store = StorePostgres
-		}
+		c.Store = DefaultStore(c.RedisURL, c.DatabaseURL)
 	case StoreRedis:
 	case StorePostgres:
 		if c.DatabaseURL == "" {
@@ -369,6 +366,15 @@ func (c *Config) checkStore() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultStore is the store of a deployment that sets no MCPTASKS_STORE:
+// postgres when it has a DATABASE_URL and no REDIS_URL, else redis.
+func DefaultStore(redisURL, databaseURL string) string {
+	if databaseURL != "" && redisURL == "" {
+		return StorePostgres
+	}
+	return StoreRedis
 }
 
 // SharedStore reports whether the configured store is shared between
