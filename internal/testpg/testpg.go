@@ -364,3 +364,67 @@ func redact(s string) string {
 	}
 	return u.Redacted()
 }
+
+// CPU is the CPU time (user and system) the server has used so far: the
+// postmaster's, its reaped children's and its live children's (the
+// backends of open connections), read from /proc; 0 where /proc is not.
+func (s *Server) CPU() time.Duration {
+	own, reaped, ok := procCPU(s.Process.Pid)
+	if !ok {
+		return 0
+	}
+	total := own + reaped
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == s.Process.Pid {
+			continue
+		}
+		if ppid, ok := procParent(pid); ok && ppid == s.Process.Pid {
+			if t, _, ok := procCPU(pid); ok {
+				total += t
+			}
+		}
+	}
+	return total
+}
+
+// procStat returns the fields of /proc/PID/stat after the command's name
+// (state is the first).
+func procStat(pid int) ([]string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(b), ')')
+	if err != nil || i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	return f, len(f) >= 15
+}
+
+func procParent(pid int) (int, bool) {
+	f, ok := procStat(pid)
+	if !ok {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// procCPU is a process's own CPU time and its reaped children's.
+func procCPU(pid int) (own, reaped time.Duration, ok bool) {
+	f, ok := procStat(pid)
+	if !ok {
+		return 0, 0, false
+	}
+	var ticks [4]float64 // utime, stime, cutime, cstime: fields 14-17
+	for i := range ticks {
+		v, err := strconv.ParseFloat(f[11+i], 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		ticks[i] = v
+	}
+	const hz = 100 // USER_HZ, the unit of /proc/PID/stat's times
+	sec := func(t float64) time.Duration { return time.Duration(t / hz * float64(time.Second)) }
+	return sec(ticks[0] + ticks[1]), sec(ticks[2] + ticks[3]), true
+}

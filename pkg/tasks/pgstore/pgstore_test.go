@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,4 +75,11 @@ func TestStoreContractThroughPgBouncer(t *testing.T) {
 			})
 		})
 	}
+}
+
+// httptestServer serves h until tb ends and returns its URL.
+func httptestServer(tb testing.TB, h http.Handler) string {
+	s := httptest.NewServer(h)
+	tb.Cleanup(s.Close)
+	return s.URL
 }
