@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/mcptasks/mcptasks/internal/testpg"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
@@ -85,15 +83,7 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 		vars = map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}
 	case bundle.StorePostgres:
 		url := testpg.Start(t)
-		cfg, err := pgstore.PoolConfig(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
+		pool := testpg.Pool(t, url)
 		schema := testpg.Schema(t, url)
 		ps := pgstore.New(pool, &pgstore.Options{Schema: schema})
 		t.Cleanup(ps.Close)

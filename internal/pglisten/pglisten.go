@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Options configures a Listener. The zero value is a sane default.
@@ -257,4 +258,14 @@ func closeConn(c *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	_ = c.Close(ctx)
+}
+
+// Dialer returns the connect function of a Listener: connections
+// configured by cfg (a direct URL's), or, when cfg is nil, as pool's.
+func Dialer(cfg *pgx.ConnConfig, pool *pgxpool.Pool) func(ctx context.Context) (*pgx.Conn, error) {
+	if cfg == nil {
+		cfg = pool.Config().ConnConfig
+	}
+	cfg = cfg.Copy()
+	return func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg) }
 }

@@ -277,8 +277,7 @@ BEGIN
     RETURN;
   END IF;
   UPDATE {S}.tasks SET status = 'cancelled', updated_at = p_now, cancel_requested_at = coalesce(cancel_requested_at, p_now),
-    status_message = '', lease_until = NULL, gen = 0, wake_at = NULL, attempts = 0, cancel_requested = false,
-    park_any = false, waiting = NULL, offers = NULL, due_at = NULL
+    status_message = '', ` + endedColumns + `
   WHERE id = p_id;
   IF p_dispatch THEN
     PERFORM {S}.dequeue(p_id);
@@ -323,8 +322,7 @@ BEGIN
     RETURN;
   ELSIF t.cancel_requested THEN
     UPDATE {S}.tasks SET status = 'cancelled', updated_at = p_now,
-      status_message = '', lease_until = NULL, gen = 0, wake_at = NULL, attempts = 0, cancel_requested = false,
-      park_any = false, waiting = NULL, offers = NULL, due_at = NULL
+      status_message = '', ` + endedColumns + `
     WHERE id = p_id RETURNING * INTO t;
     IF p_dispatch THEN
       PERFORM {S}.dequeue(p_id);
@@ -493,11 +491,16 @@ BEGIN
     UPDATE {S}.tasks SET status = o_status, updated_at = p_now, journal_len = journal_len + v_n,
       result = CASE WHEN v_op = 'complete' THEN p_payload END,
       error = CASE WHEN v_op = 'fail' THEN p_payload END,
-      status_message = CASE WHEN p_has_message AND NOT v_cancelled THEN p_message ELSE '' END,
-      lease_until = NULL, gen = 0, wake_at = NULL, attempts = 0, cancel_requested = false,
-      park_any = false, waiting = NULL, offers = NULL, due_at = NULL
+      ` + endedColumns + `,
+      status_message = CASE WHEN p_has_message AND NOT v_cancelled THEN p_message ELSE '' END
     WHERE id = p_id;
   END IF;
   PERFORM pg_notify('{N}.tasks', p_id);
 END $$;
 `
+
+// endedColumns is the SET list of a transition that ends a task: its
+// running state, its input and offers and its due-index entry go (the
+// status message too, set by each such transition).
+const endedColumns = `lease_until = NULL, gen = 0, wake_at = NULL, attempts = 0,
+  cancel_requested = false, park_any = false, waiting = NULL, offers = NULL, due_at = NULL`

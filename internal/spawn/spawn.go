@@ -3,9 +3,14 @@
 package spawn
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
+	"time"
 )
 
 // The servers a test binary starts must not outlive it, even when it dies
@@ -40,4 +45,34 @@ func Start(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawner() <- spawnRequest{cmd, done}
 	return <-done
+}
+
+// WaitFor reads out, a started process's output, until a line contains
+// marker, then drains the rest in the background so that the process
+// never blocks on its log. It fails when the output ends first (the
+// process exited; the error holds what it wrote) or after timeout (the
+// caller then stops the process).
+func WaitFor(out io.Reader, marker string, timeout time.Duration) error {
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		var seen strings.Builder
+		for sc.Scan() {
+			line := sc.Text()
+			seen.WriteString(line + "\n")
+			if strings.Contains(line, marker) {
+				ready <- nil
+				for sc.Scan() { // drain
+				}
+				return
+			}
+		}
+		ready <- fmt.Errorf("exited before it was ready:\n%s", seen.String())
+	}()
+	select {
+	case err := <-ready:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("not ready within %v", timeout)
+	}
 }

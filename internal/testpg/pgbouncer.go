@@ -1,13 +1,11 @@
 package testpg
 
 import (
-	"bufio"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -104,32 +102,10 @@ ignore_startup_parameters = extra_float_digits
 	if err := spawn.Start(cmd); err != nil {
 		return "", fmt.Errorf("starting pgbouncer: %w", err)
 	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var out strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			out.WriteString(line + "\n")
-			if strings.Contains(line, "process up") {
-				ready <- nil
-				for sc.Scan() {
-				}
-				return
-			}
-		}
-		ready <- fmt.Errorf("pgbouncer exited before it was ready:\n%s", out.String())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			_ = cmd.Wait()
-			return "", err
-		}
-	case <-time.After(10 * time.Second):
+	if err := spawn.WaitFor(stderr, "process up", 10*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return "", fmt.Errorf("pgbouncer did not become ready in 10s")
+		return "", fmt.Errorf("pgbouncer: %w", err)
 	}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()

@@ -18,10 +18,10 @@
 package testpg
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcptasks/mcptasks/internal/spawn"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
 // Server is a postgres process of a test's own.
@@ -71,16 +72,42 @@ func Start(tb testing.TB) string {
 func StartServer(tb testing.TB) *Server {
 	tb.Helper()
 	bin := binDir(tb)
-	var lastErr error
-	for range 3 {
-		s, err := start(tb, bin)
-		if err == nil {
-			return s
-		}
-		lastErr = err
+	s, stop, err := launch(bin)
+	if err != nil {
+		tb.Fatalf("testpg: %v", err)
 	}
-	tb.Fatalf("testpg: %v", lastErr)
-	return nil
+	tb.Cleanup(stop)
+	return s
+}
+
+// Launch starts a postgres process outside a test (a benchmark driver's),
+// with the extra settings (name=value, as postgres -c takes them): stop
+// stops it and removes its data. Missing binaries are an error.
+func Launch(settings ...string) (s *Server, stop func(), err error) {
+	bin, ok := findBinDir()
+	if !ok {
+		return nil, nil, errors.New("PostgreSQL server binaries (initdb, postgres) not found on PATH or in /usr/lib/postgresql/*/bin (apt-get install -y postgresql)")
+	}
+	return launch(bin, settings...)
+}
+
+// launch starts a server from bin, trying again on another port when the
+// free one was taken meanwhile.
+func launch(bin string, settings ...string) (s *Server, stop func(), err error) {
+	for range 3 {
+		var cleanups []func()
+		s, err = start(func(f func()) { cleanups = append(cleanups, f) }, bin, settings...)
+		stop = func() {
+			for _, f := range slices.Backward(cleanups) {
+				f()
+			}
+		}
+		if err == nil {
+			return s, stop, nil
+		}
+		stop()
+	}
+	return nil, nil, err
 }
 
 // missing skips tb with msg, or fails it under CI.
@@ -92,23 +119,32 @@ func missing(tb testing.TB, msg string) {
 	tb.Skip(msg)
 }
 
-// binDir finds the directory holding initdb and postgres.
+// binDir finds the directory holding initdb and postgres, or skips tb
+// (fails it under CI).
 func binDir(tb testing.TB) string {
 	tb.Helper()
+	d, ok := findBinDir()
+	if !ok {
+		missing(tb, "PostgreSQL server binaries (initdb, postgres) not found on PATH or in /usr/lib/postgresql/*/bin (install them: apt-get install -y postgresql, or set DATABASE_URL)")
+	}
+	return d
+}
+
+// findBinDir finds the directory holding initdb and postgres.
+func findBinDir() (string, bool) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if _, err := exec.LookPath("postgres"); err == nil {
-			return filepath.Dir(p)
+			return filepath.Dir(p), true
 		}
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d
+			return d, true
 		}
 	}
-	missing(tb, "PostgreSQL server binaries (initdb, postgres) not found on PATH or in /usr/lib/postgresql/*/bin (install them: apt-get install -y postgresql, or set DATABASE_URL)")
-	return ""
+	return "", false
 }
 
 // version is the major version in a /usr/lib/postgresql/<v>/bin path.
@@ -135,18 +171,18 @@ func credential() (*syscall.Credential, error) {
 // start initialises a cluster and runs postgres on a port that was free a
 // moment ago; a lost race for the port is reported as an error so that the
 // caller can retry.
-func start(tb testing.TB, bin string) (*Server, error) {
+func start(cleanup func(func()), bin string, settings ...string) (*Server, error) {
 	cred, err := credential()
 	if err != nil {
 		return nil, err
 	}
-	// Not tb.TempDir: its parent is private to root, and the server may
+	// Not a test's TempDir: its parent is private to root, and the server may
 	// run as another user.
 	dir, err := os.MkdirTemp("", "testpg")
 	if err != nil {
 		return nil, err
 	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
+	cleanup(func() { os.RemoveAll(dir) })
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
 		return nil, err
@@ -170,11 +206,15 @@ func start(tb testing.TB, bin string) (*Server, error) {
 		return nil, err
 	}
 	// Durability off: a test server's data dies with the test.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(port),
-		"-c", "unix_socket_directories="+dir,
+	args := []string{"-D", data,
+		"-c", "listen_addresses=127.0.0.1", "-c", "port=" + strconv.Itoa(port),
+		"-c", "unix_socket_directories=" + dir,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
+		"-c", "max_connections=200", "-c", "shared_buffers=32MB"}
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
@@ -184,34 +224,12 @@ func start(tb testing.TB, bin string) (*Server, error) {
 	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("starting postgres: %w", err)
 	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		var out strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			out.WriteString(line + "\n")
-			if strings.Contains(line, "database system is ready to accept connections") {
-				ready <- nil
-				for sc.Scan() { // drain so the server never blocks on its log
-				}
-				return
-			}
-		}
-		ready <- fmt.Errorf("postgres exited before it was ready:\n%s", out.String())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			_ = cmd.Wait()
-			return nil, err
-		}
-	case <-time.After(30 * time.Second):
+	if err := spawn.WaitFor(stderr, "database system is ready to accept connections", 30*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("postgres did not become ready in 30s")
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	tb.Cleanup(func() {
+	cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -340,13 +358,17 @@ func Schema(tb testing.TB, databaseURL string) string {
 	return s
 }
 
-// Pool returns a connection pool of the server at databaseURL, closed when
-// tb ends.
-func Pool(tb testing.TB, databaseURL string) *pgxpool.Pool {
+// Pool returns a connection pool of the server at databaseURL, configured
+// as the store's (pgstore.PoolConfig), closed when tb ends; configure,
+// when given, adjusts the configuration first.
+func Pool(tb testing.TB, databaseURL string, configure ...func(*pgxpool.Config)) *pgxpool.Pool {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(databaseURL)
+	cfg, err := pgstore.PoolConfig(databaseURL)
 	if err != nil {
 		tb.Fatalf("testpg: %v", err)
+	}
+	for _, f := range configure {
+		f(cfg)
 	}
 	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {

@@ -14,12 +14,10 @@
 package testredis
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -108,32 +106,10 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 	if err := spawn.Start(cmd); err != nil {
 		return "", nil, fmt.Errorf("starting redis-server: %w", err)
 	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		var out strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			out.WriteString(line + "\n")
-			if strings.Contains(line, "Ready to accept connections") {
-				ready <- nil
-				for sc.Scan() { // drain so the server never blocks on its log
-				}
-				return
-			}
-		}
-		ready <- fmt.Errorf("redis-server exited before it was ready:\n%s", out.String())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			_ = cmd.Wait()
-			return "", nil, err
-		}
-	case <-time.After(10 * time.Second):
+	if err := spawn.WaitFor(stdout, "Ready to accept connections", 10*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return "", nil, fmt.Errorf("redis-server did not become ready in 10s")
+		return "", nil, fmt.Errorf("redis-server: %w", err)
 	}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped

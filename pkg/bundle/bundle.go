@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mcptasks/mcptasks/pkg/auth"
 	"github.com/mcptasks/mcptasks/pkg/endpoint"
+	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -847,14 +848,18 @@ func (b *Bundle) RunWorkers(ctx context.Context, n int) {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		res, err := b.Tasks.Advance(ctx, id)
-		if err != nil {
-			return redisqueue.Ack, err
-		}
-		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), nil
-	})
+	b.consumer.Consume(ctx, n, b.advanceMessage)
+}
+
+// advanceMessage is the handler of the pull queues' consumers: it
+// advances the task and says what its write did with the message.
+func (b *Bundle) advanceMessage(ctx context.Context, id string) (queue.Settle, error) {
+	res, err := b.Tasks.Advance(ctx, id)
+	if err != nil {
+		return queue.Ack, err
+	}
+	b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
+	return queue.SettleOf(res.Settled, res.Status.Terminal()), nil
 }
 
 // RunSweeper sweeps every interval until ctx ends, taking turns with the

@@ -290,6 +290,49 @@ type bigArgs struct {
 	N   int    `json:"n"`
 }
 
+// registerBig registers the tool big: it makes n bytes in a step, sleeps
+// 50ms, and journals their length in a second step (which replays the
+// first's bytes from the journal), and answers the padding's length and
+// the bytes.
+func registerBig(s *tasks.Server) {
+	tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
+		func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
+			out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
+			if err != nil {
+				return nil, err
+			}
+			if err := st.Sleep("nap", 50*time.Millisecond); err != nil {
+				return nil, err
+			}
+			if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
+		})
+}
+
+// callBig calls big through a bundle's handler with workers running, and
+// checks its result.
+func callBig(ctx context.Context, t *testing.T, b *Bundle, pad, n int) {
+	t.Helper()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go b.RunWorkers(wctx, 2)
+	srv := httptest.NewServer(b.Handler)
+	defer srv.Close()
+	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", pad), N: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("result: %+v", res)
+	}
+	want := fmt.Sprintf("%d:%s", pad, strings.Repeat("y", n))
+	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
+	}
+}
+
 // Values larger than a connection's 64 KiB buffers (ForOneRequestAtATime,
 // as the Lambda functions build their bundles) go through a bundle on
 // redis-server whole: arguments of 300 kB stored with the task, a step's
@@ -302,24 +345,10 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	register := func(s *tasks.Server) {
-		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
-			func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
-				out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
-				if err != nil {
-					return nil, err
-				}
-				// A second step replays the first's 700 kB from the journal.
-				if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
-					return nil, err
-				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
-			})
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var applied rueidis.ClientOption
-	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: register},
+	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: registerBig},
 		WithRedisClientOptions(ForOneRequestAtATime),
 		WithRedisClientOptions(func(o *rueidis.ClientOption) { o.DisableCache = false; applied = *o }))
 	if err != nil {
@@ -339,18 +368,5 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 			t.Errorf("the bundle's connection tracks keys (client-side caching on): %s", info)
 		}
 	}
-	go b.RunWorkers(ctx, 1)
-	srv := httptest.NewServer(b.Handler)
-	defer srv.Close()
-	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", 300_000), N: 700_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.IsError || len(res.Content) != 1 {
-		t.Fatalf("result: %+v", res)
-	}
-	want := "300000:" + strings.Repeat("y", 700_000)
-	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
-		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
-	}
+	callBig(ctx, t, b, 300_000, 700_000)
 }

@@ -82,14 +82,7 @@ func (b *Bundle) newPostgresQueue() tasks.Queue {
 // runPostgresWorkers consumes the Postgres queue with n workers until ctx
 // ends.
 func (b *Bundle) runPostgresWorkers(ctx context.Context, n int) {
-	b.pgConsumer.Consume(ctx, n, func(ctx context.Context, id string) (pgqueue.Settle, error) {
-		res, err := b.Tasks.Advance(ctx, id)
-		if err != nil {
-			return pgqueue.Ack, err
-		}
-		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return pgqueue.SettleOf(res.Settled, res.Status.Terminal()), nil
-	})
+	b.pgConsumer.Consume(ctx, n, b.advanceMessage)
 }
 
 // closePostgres closes the store's listening connection and the pool.

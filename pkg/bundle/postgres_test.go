@@ -2,17 +2,11 @@ package bundle
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcptasks/mcptasks/internal/testpg"
-	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
@@ -33,26 +27,9 @@ func TestPostgresBundle(t *testing.T) {
 	if cfg.Store != StorePostgres || cfg.Queue != QueuePostgres {
 		t.Fatalf("store %q queue %q, want postgres for both", cfg.Store, cfg.Queue)
 	}
-	register := func(s *tasks.Server) {
-		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
-			func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
-				out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
-				if err != nil {
-					return nil, err
-				}
-				if err := st.Sleep("nap", 50*time.Millisecond); err != nil {
-					return nil, err
-				}
-				// A later step replays the first's bytes from the journal.
-				if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
-					return nil, err
-				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
-			})
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b, err := New(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), &tasks.App{Name: "t", Register: register})
+	b, err := New(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil)), &tasks.App{Name: "t", Register: registerBig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,22 +40,7 @@ func TestPostgresBundle(t *testing.T) {
 	if s, ok := b.Tasks.Store().(*pgstore.Store); !ok || !s.Dispatches() {
 		t.Errorf("store %T, want a dispatching *pgstore.Store", b.Tasks.Store())
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go b.RunWorkers(wctx, 2)
-	srv := httptest.NewServer(b.Handler)
-	defer srv.Close()
-	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", 300_000), N: 700_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.IsError || len(res.Content) != 1 {
-		t.Fatalf("result: %+v", res)
-	}
-	want := "300000:" + strings.Repeat("y", 700_000)
-	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
-		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
-	}
+	callBig(ctx, t, b, 300_000, 700_000)
 
 	// Two processes' sweepers: one takes the turn, the other waits for
 	// the next.

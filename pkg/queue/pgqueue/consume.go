@@ -7,45 +7,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mcptasks/mcptasks/internal/pglisten"
 	"github.com/mcptasks/mcptasks/internal/pgschema"
+	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 
 // Settle says what a handler's own write did with the message it was
-// given: a store that enqueues into this queue in its own transitions
-// (pgstore.Options.Dispatch) makes a task's message due again, or removes
-// it, in the same transaction as the task's transition.
-type Settle int
+// given (see queue.Settle): a store that enqueues into this queue in its
+// own transitions (pgstore.Options.Dispatch) makes a task's message due
+// again, or removes it, in the same transaction as the task's transition.
+type Settle = queue.Settle
 
+// The Settle values (see queue.Settle).
 const (
-	// Ack: the handler's write left the message alone; Consume
-	// acknowledges it.
-	Ack Settle = iota
-	// Requeued: the handler's write made the message due again; no
-	// acknowledgement is sent.
-	Requeued
-	// Removed: the handler's write removed the message; no
-	// acknowledgement is sent.
-	Removed
+	Ack      = queue.Ack
+	Requeued = queue.Requeued
+	Removed  = queue.Removed
 )
 
 // SettleOf is the Settle of a handler whose write settled the message
 // (settled), and removed it if the task ended (ended).
-func SettleOf(settled, ended bool) Settle {
-	switch {
-	case !settled:
-		return Ack
-	case ended:
-		return Removed
-	}
-	return Requeued
-}
+func SettleOf(settled, ended bool) Settle { return queue.SettleOf(settled, ended) }
 
-// Handler processes one task id. A nil error settles the message as the
-// Settle says; an error makes it due again after a short backoff.
-type Handler func(ctx context.Context, taskID string) (Settle, error)
+// Handler processes one task id (see queue.Handler).
+type Handler = queue.Handler
 
 // errorBackoff bounds the wait after a failed statement, so that a
 // consumer notices a database that came back within a second.
@@ -65,9 +50,7 @@ const errorBackoff = time.Second
 // second while the LISTEN is down). A handler's message is handled to
 // the end when ctx ends (the worker's own budget bounds it).
 func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
-	listen := q.listen
-	l := pglisten.New(func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, listen) },
-		pgschema.QueueChannel(q.schema), &pglisten.Options{Linger: time.Millisecond})
+	l := pglisten.New(q.dial, pgschema.QueueChannel(q.schema), &pglisten.Options{Linger: time.Millisecond})
 	defer l.Close()
 	g := &group{q: q, kick: make(chan struct{}, 1), resched: make(chan struct{}, 1), due: time.Now().UnixMilli()}
 	var wg sync.WaitGroup

@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcptasks/mcptasks/internal/pglisten"
 	"github.com/mcptasks/mcptasks/internal/pgschema"
 )
 
@@ -73,7 +74,7 @@ type Queue struct {
 	pool    *pgxpool.Pool
 	schema  string
 	o       Options
-	listen  *pgx.ConnConfig
+	dial    func(ctx context.Context) (*pgx.Conn, error)
 	current *pgschema.Current
 	sql     statements
 }
@@ -101,12 +102,8 @@ func New(pool *pgxpool.Pool, opts *Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	listen := o.Listen
-	if listen == nil {
-		listen = pool.Config().ConnConfig
-	}
 	q := func(src string) string { return pgschema.SQL(o.Schema, src) }
-	return &Queue{pool: pool, schema: o.Schema, o: o, listen: listen.Copy(), current: pgschema.NewCurrent(pool, o.Schema, o.Migrated),
+	return &Queue{pool: pool, schema: o.Schema, o: o, dial: pglisten.Dialer(o.Listen, pool), current: pgschema.NewCurrent(pool, o.Schema, o.Migrated),
 		sql: statements{
 			enqueue: q(`SELECT {S}.enqueue($1::text, {S}.ts($2::bigint), false)`),
 			receive: q(`SELECT o_id, {S}.ms(o_next) FROM {S}.receive({S}.ts($1::bigint), $2::bigint, $3::bigint)`),

@@ -12,8 +12,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testpg"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
-	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
 // visibility is the short visibility timeout of the contract runs.
@@ -25,19 +23,7 @@ const patience = 15 * time.Second
 
 // pool returns a pool of the server at url, configured as the store's,
 // closed when t ends.
-func pool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgstore.PoolConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
+func pool(t *testing.T, url string) *pgxpool.Pool { return testpg.Pool(t, url) }
 
 func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), nil))
@@ -49,48 +35,15 @@ func TestContract(t *testing.T) {
 	url := testpg.Start(t)
 	p := pool(t, url)
 	queuetest.Run(t, func(t *testing.T) queuetest.Harness {
-		return harness{q: pgqueue.New(p, &pgqueue.Options{Schema: testpg.Schema(t, url), Visibility: visibility,
-			Poll: 20 * time.Millisecond, Logger: logger(t)}), vis: visibility}
+		return harness(pgqueue.New(p, &pgqueue.Options{Schema: testpg.Schema(t, url), Visibility: visibility,
+			Poll: 20 * time.Millisecond, Logger: logger(t)}), visibility)
 	})
 }
 
-// harness adapts the pull-style queue to the contract.
-type harness struct {
-	q   *pgqueue.Queue
-	vis time.Duration
-}
-
-func (h harness) Queue() tasks.Queue        { return h.q }
-func (h harness) Redelivery() time.Duration { return h.vis }
-
-func (h harness) Next(ctx context.Context) (queuetest.Delivery, error) {
-	for {
-		d, ok, wait, err := h.q.Receive(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return delivery{q: h.q, d: d}, nil
-		}
-		t := time.NewTimer(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-type delivery struct {
-	q *pgqueue.Queue
-	d pgqueue.Delivery
-}
-
-func (d delivery) TaskID() string                { return d.d.TaskID }
-func (d delivery) Ack(ctx context.Context) error { return d.q.Ack(ctx, d.d) }
-func (d delivery) Retry(ctx context.Context, at time.Time) error {
-	return d.q.Retry(ctx, d.d, at)
+// harness adapts the pull-style queue q to the contract.
+func harness(q *pgqueue.Queue, vis time.Duration) queuetest.Harness {
+	return queuetest.Pull[pgqueue.Delivery]{Q: q, Visibility: vis, Receive: q.Receive, Ack: q.Ack, Retry: q.Retry,
+		ID: func(d pgqueue.Delivery) string { return d.TaskID }}
 }
 
 // Consume hands every enqueued id to a handler, once when it acknowledges;

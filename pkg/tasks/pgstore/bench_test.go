@@ -57,15 +57,7 @@ func newEngine(b *testing.B, register func(*tasks.Server)) *engine {
 		e.server = testpg.StartServer(b)
 		url = e.server.URL
 	}
-	cfg, err := pgstore.PoolConfig(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = e.stmts
-	if e.pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(e.pool.Close)
+	e.pool = testpg.Pool(b, url, func(c *pgxpool.Config) { c.ConnConfig.Tracer = e.stmts })
 	e.schema = testpg.Schema(b, url)
 	if _, _, err := pgstore.Migrate(context.Background(), e.pool, e.schema); err != nil {
 		b.Fatal(err)

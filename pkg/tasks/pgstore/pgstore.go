@@ -142,14 +142,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 	}
 	s := &Store{pool: pool, schema: o.Schema, grace: o.EnqueueGrace.Milliseconds(), dispatch: o.Dispatch,
 		purge: o.PurgeBatch, sql: newStatements(o.Schema), current: pgschema.NewCurrent(pool, o.Schema, o.Migrated)}
-	listen := o.Listen
-	if listen == nil {
-		listen = pool.Config().ConnConfig
-	}
-	listen = listen.Copy()
-	s.listen = pglisten.New(func(ctx context.Context) (*pgx.Conn, error) {
-		return pgx.ConnectConfig(ctx, listen)
-	}, pgschema.TasksChannel(o.Schema), nil)
+	s.listen = pglisten.New(pglisten.Dialer(o.Listen, pool), pgschema.TasksChannel(o.Schema), nil)
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/pgstore")
 	}
@@ -650,26 +643,11 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	case -1:
 		return tasks.ErrFenced
 	}
+	attempts := c.Attempts
 	if n != nil {
-		c.Attempts = *n
+		attempts = *n
 	}
-	c.Journal = append(c.Journal, ch.Append...)
-	c.Task.Status = tasks.Status(deref(status))
-	c.Task.UpdatedAt = ch.Now
-	ended := c.Task.Status.Terminal()
-	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
-	case ch.StatusMessage != nil && explicit:
-		c.Task.StatusMessage = *ch.StatusMessage
-	case ended:
-		c.Task.StatusMessage = "" // see commit_task
-	}
-	if op != "keep" || ended {
-		c.Task.LeaseUntil = time.Time{}
-		c.Task.WakeAt = ch.WakeAt
-		if (woke != nil && *woke) || ended {
-			c.Task.WakeAt = time.Time{}
-		}
-	}
+	c.Committed(ch, tasks.Status(deref(status)), attempts, woke != nil && *woke)
 	return nil
 }
 

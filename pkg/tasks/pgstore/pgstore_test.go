@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -14,21 +13,9 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 )
 
-// pool returns a pool of the server at url, configured as the store's
-// (pgstore.PoolConfig), closed when t ends.
-func pool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgstore.PoolConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
+// pool returns a pool of the server at url, configured as the store's,
+// closed when t ends.
+func pool(t *testing.T, url string) *pgxpool.Pool { return testpg.Pool(t, url) }
 
 // TestStoreContract runs the Store contract on PostgreSQL, in a schema of
 // its own per case, with and without dispatching.

@@ -1016,24 +1016,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	n, _ := arr[1].AsInt64()
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
-	c.Attempts = int(n)
-	c.Journal = append(c.Journal, ch.Append...)
-	c.Task.Status = tasks.Status(st)
-	c.Task.UpdatedAt = ch.Now
+	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
 	ended := c.Task.Status.Terminal()
-	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
-	case ch.StatusMessage != nil && explicit:
-		c.Task.StatusMessage = *ch.StatusMessage
-	case ended:
-		c.Task.StatusMessage = "" // see commitScript
-	}
-	if op != "keep" || c.Task.Status.Terminal() {
-		c.Task.LeaseUntil = time.Time{}
-		c.Task.WakeAt = ch.WakeAt
-		if woke == 1 || ended {
-			c.Task.WakeAt = time.Time{}
-		}
-	}
 	if s.Dispatches() {
 		return nil
 	}
