@@ -447,39 +447,34 @@ BEGIN
       v_park := NULL;
     END IF;
   END IF;
-  IF v_op = 'release' THEN
-    o_status := 'working';
-    IF v_wake IS NULL THEN
+  IF v_op IN ('release', 'park') THEN
+    -- Runs again at its wake time (or deadline); without one, a release
+    -- runs now, and a park waits for its input, found by the sweeper at
+    -- its expiry at the latest.
+    IF v_wake IS NOT NULL THEN
+      IF p_dispatch THEN
+        PERFORM {S}.enqueue(p_id, v_wake, true);
+      END IF;
+      t.due_at := v_wake + v_grace;
+    ELSIF v_op = 'release' THEN
       IF p_dispatch THEN
         PERFORM {S}.enqueue(p_id, p_now, true);
       END IF;
       t.due_at := CASE WHEN t.due_at IS NULL OR t.due_at > p_now + v_grace THEN p_now + v_grace ELSE t.due_at END;
     ELSE
       IF p_dispatch THEN
-        PERFORM {S}.enqueue(p_id, v_wake, true);
-      END IF;
-      t.due_at := v_wake + v_grace;
-    END IF;
-    UPDATE {S}.tasks SET status = 'working', lease_until = NULL, wake_at = v_wake, updated_at = p_now,
-      journal_len = journal_len + v_n, offers = nullif(v_offers, '{}'), attempts = o_attempts,
-      status_message = v_message, due_at = t.due_at
-    WHERE id = p_id;
-  ELSIF v_op = 'park' THEN
-    o_status := 'input_required';
-    IF v_wake IS NULL THEN
-      IF p_dispatch THEN
         PERFORM {S}.dequeue(p_id);
       END IF;
       t.due_at := t.expires_at;
-    ELSE
-      IF p_dispatch THEN
-        PERFORM {S}.enqueue(p_id, v_wake, true);
-      END IF;
-      t.due_at := v_wake + v_grace;
     END IF;
-    UPDATE {S}.tasks SET status = 'input_required', lease_until = NULL, wake_at = v_wake, updated_at = p_now,
+    o_status := CASE v_op WHEN 'release' THEN 'working' ELSE 'input_required' END;
+    -- A task under a lease has no input it waits for: the claim that
+    -- took it out of input_required dropped it.
+    UPDATE {S}.tasks SET status = o_status, lease_until = NULL, wake_at = v_wake, updated_at = p_now,
       journal_len = journal_len + v_n, offers = nullif(v_offers, '{}'), attempts = o_attempts,
-      status_message = v_message, waiting = nullif(v_park, '{}'), park_any = p_any, due_at = t.due_at
+      status_message = v_message, due_at = t.due_at,
+      waiting = CASE WHEN v_op = 'park' THEN nullif(v_park, '{}') END,
+      park_any = v_op = 'park' AND p_any
     WHERE id = p_id;
   ELSE
     o_status := CASE v_op WHEN 'complete' THEN 'completed' WHEN 'fail' THEN 'failed' ELSE 'cancelled' END;

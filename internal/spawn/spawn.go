@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -75,4 +76,15 @@ func WaitFor(out io.Reader, marker string, timeout time.Duration) error {
 	case <-time.After(timeout):
 		return fmt.Errorf("not ready within %v", timeout)
 	}
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago (a
+// server started on it may find it taken, and should be started again).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

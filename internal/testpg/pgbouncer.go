@@ -59,7 +59,7 @@ func startPgBouncer(tb testing.TB, bin string, server *url.URL) (string, error) 
 		return "", err
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	port, err := freePort()
+	port, err := spawn.FreePort()
 	if err != nil {
 		return "", err
 	}

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -201,7 +200,7 @@ func start(cleanup func(func()), bin string, settings ...string) (*Server, error
 	if err := copyTree(tmpl, data, cred); err != nil {
 		return nil, fmt.Errorf("copying the template cluster: %w", err)
 	}
-	port, err := freePort()
+	port, err := spawn.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -325,14 +324,6 @@ func copyTree(src, dst string, cred *syscall.Credential) error {
 	})
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Schema returns a schema name private to the calling test (it need not
 // exist yet), dropped with everything in it when the test ends when

@@ -249,11 +249,11 @@ func startNode(bin, dir string, nodeTimeout time.Duration) (*Node, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		port, err := freePort()
+		port, err := spawn.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		bus, err := freePort()
+		bus, err := spawn.FreePort()
 		if err != nil {
 			return nil, err
 		}

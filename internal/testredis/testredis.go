@@ -15,7 +15,6 @@ package testredis
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -85,7 +84,7 @@ func startRetrying(tb testing.TB, bin string) *Server {
 // start runs one redis-server on a port that was free a moment ago; a lost
 // race for the port is reported as an error so the caller can retry.
 func start(tb testing.TB, bin string) (string, *os.Process, error) {
-	port, err := freePort()
+	port, err := spawn.FreePort()
 	if err != nil {
 		return "", nil, err
 	}
@@ -119,14 +118,6 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 	return fmt.Sprintf("127.0.0.1:%d", port), cmd.Process, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // Backends names the Redis servers the store, queue and engine tests run
 // against: a real redis-server (the production target), the embedded Redis

@@ -42,12 +42,7 @@ func TestFromEnvQueue(t *testing.T) {
 		}
 		return m
 	}
-	cases := []struct {
-		name    string
-		env     map[string]string
-		queue   string
-		wantErr string
-	}{
+	cases := []envCase{
 		{"default is redis, embedded allowed", map[string]string{}, QueueRedis, ""},
 		{"redis explicitly", map[string]string{"MCPTASKS_QUEUE": "Redis"}, QueueRedis, ""},
 		{"sqs", map[string]string{"REDIS_URL": "redis://h:6379", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q"}, QueueSQS, ""},
@@ -64,17 +59,7 @@ func TestFromEnvQueue(t *testing.T) {
 		{"postgres without DATABASE_URL", map[string]string{"MCPTASKS_QUEUE": "postgres"}, "", "needs DATABASE_URL"},
 		{"sqs on the Postgres store", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://q"}, QueueSQS, ""},
 	}
-	for _, c := range cases {
-		cfg, err := FromEnv(envOf(c.env))
-		switch {
-		case c.wantErr == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.wantErr)
-		case c.wantErr == "" && cfg.Queue != c.queue:
-			t.Errorf("%s: Queue = %q, want %q", c.name, cfg.Queue, c.queue)
-		}
-	}
+	checkEnv(t, cases, "Queue", func(c Config) string { return c.Queue })
 
 	cfg, err := FromEnv(envOf(map[string]string{"REDIS_URL": "redis://h:6379", "MCPTASKS_QUEUE": "sqs",
 		"MCPTASKS_SQS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/tasks.fifo"}))
@@ -92,12 +77,7 @@ func TestFromEnvQueue(t *testing.T) {
 // its store whatever else it sets).
 func TestFromEnvStore(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name    string
-		env     map[string]string
-		store   string
-		wantErr string
-	}{
+	cases := []envCase{
 		{"default is redis", map[string]string{}, StoreRedis, ""},
 		{"DATABASE_URL alone", map[string]string{"DATABASE_URL": "postgres://h/db"}, StorePostgres, ""},
 		{"REDIS_URL wins", map[string]string{"DATABASE_URL": "postgres://h/db", "REDIS_URL": "redis://h:6379"}, StoreRedis, ""},
@@ -106,6 +86,21 @@ func TestFromEnvStore(t *testing.T) {
 		{"unknown", map[string]string{"MCPTASKS_STORE": "mongo"}, "", "want redis or postgres"},
 		{"bad schema", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_PG_SCHEMA": "My-Tasks"}, "", "MCPTASKS_PG_SCHEMA"},
 	}
+	checkEnv(t, cases, "Store", func(c Config) string { return c.Store })
+}
+
+// envCase is a configuration FromEnv reads: want is the value of the
+// field checked, wantErr what its error must mention ("" for none).
+type envCase struct {
+	name          string
+	env           map[string]string
+	want, wantErr string
+}
+
+// checkEnv runs FromEnv on each case and checks its error, or the field
+// name that get reads.
+func checkEnv(t *testing.T, cases []envCase, name string, get func(Config) string) {
+	t.Helper()
 	for _, c := range cases {
 		cfg, err := FromEnv(envOf(c.env))
 		switch {
@@ -113,8 +108,8 @@ func TestFromEnvStore(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.wantErr)
-		case c.wantErr == "" && cfg.Store != c.store:
-			t.Errorf("%s: Store = %q, want %q", c.name, cfg.Store, c.store)
+		case c.wantErr == "" && get(cfg) != c.want:
+			t.Errorf("%s: %s = %q, want %q", c.name, name, get(cfg), c.want)
 		}
 	}
 }

@@ -22,12 +22,43 @@ func (c *Claim) Committed(ch *Change, status Status, attempts int, woke bool) {
 	case ended:
 		c.Task.StatusMessage = ""
 	}
-	keep := ch.Complete == nil && ch.Fail == nil && !ch.Cancel && ch.Park == nil && !ch.Release
-	if !keep || ended {
+	if ch.Op() != OpKeep || ended {
 		c.Task.LeaseUntil = time.Time{}
 		c.Task.WakeAt = ch.WakeAt
 		if woke || ended {
 			c.Task.WakeAt = time.Time{}
 		}
 	}
+}
+
+// The ops of a Change (Change.Op).
+const (
+	OpKeep     = "keep"
+	OpRelease  = "release"
+	OpSleep    = "sleep"
+	OpPark     = "park"
+	OpComplete = "complete"
+	OpFail     = "fail"
+	OpCancel   = "cancel"
+)
+
+// Op names what ch does, for a store's server-side code to switch on:
+// OpComplete, OpFail or OpCancel end the task, OpPark parks it, OpSleep
+// and OpRelease release it (Change.Sleep), OpKeep keeps the lease.
+func (ch *Change) Op() string {
+	switch {
+	case ch.Complete != nil:
+		return OpComplete
+	case ch.Fail != nil:
+		return OpFail
+	case ch.Cancel:
+		return OpCancel
+	case ch.Park != nil:
+		return OpPark
+	case ch.Release && ch.Sleep:
+		return OpSleep
+	case ch.Release:
+		return OpRelease
+	}
+	return OpKeep
 }

@@ -12,31 +12,13 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 
-// Settle says what a handler's own write did with the message it was
-// given (see queue.Settle): a store that enqueues into this queue in its
-// own transitions (pgstore.Options.Dispatch) makes a task's message due
-// again, or removes it, in the same transaction as the task's transition.
-type Settle = queue.Settle
-
-// The Settle values (see queue.Settle).
-const (
-	Ack      = queue.Ack
-	Requeued = queue.Requeued
-	Removed  = queue.Removed
-)
-
-// SettleOf is the Settle of a handler whose write settled the message
-// (settled), and removed it if the task ended (ended).
-func SettleOf(settled, ended bool) Settle { return queue.SettleOf(settled, ended) }
-
-// Handler processes one task id (see queue.Handler).
-type Handler = queue.Handler
-
 // errorBackoff bounds the wait after a failed statement, so that a
 // consumer notices a database that came back within a second.
 const errorBackoff = time.Second
 
-// Consume runs n consumers until ctx ends, handing each due message to h.
+// Consume runs n consumers until ctx ends, handing each due message to h,
+// and settling it as h says (queue.Settle: a store that dispatches into
+// this queue, pgstore.Options.Dispatch, settles it in its own write).
 //
 // The consumers of one Consume call share what they know of the queue:
 // when its earliest message falls due, learnt from every receive's reply
@@ -49,7 +31,7 @@ const errorBackoff = time.Second
 // due, and the queue is looked at at least once per Options.Poll (every
 // second while the LISTEN is down). A handler's message is handled to
 // the end when ctx ends (the worker's own budget bounds it).
-func (q *Queue) Consume(ctx context.Context, n int, h Handler) {
+func (q *Queue) Consume(ctx context.Context, n int, h queue.Handler) {
 	l := pglisten.New(q.dial, pgschema.QueueChannel(q.schema), &pglisten.Options{Linger: time.Millisecond})
 	defer l.Close()
 	g := &group{q: q, kick: make(chan struct{}, 1), resched: make(chan struct{}, 1), due: time.Now().UnixMilli()}
@@ -228,7 +210,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (g *group) consume(ctx context.Context, h Handler) {
+func (g *group) consume(ctx context.Context, h queue.Handler) {
 	for {
 		now := nowMs()
 		gen, ok := g.take(now)
@@ -264,7 +246,7 @@ func (g *group) consume(ctx context.Context, h Handler) {
 }
 
 // handle runs h on d and settles d as h says.
-func (g *group) handle(ctx context.Context, h Handler, d Delivery) {
+func (g *group) handle(ctx context.Context, h queue.Handler, d Delivery) {
 	q := g.q
 	// Handling is not tied to ctx: a shutdown lets the current message
 	// finish (the worker's own budget bounds it).
@@ -280,12 +262,12 @@ func (g *group) handle(ctx context.Context, h Handler, d Delivery) {
 		return
 	}
 	switch settle {
-	case Requeued:
+	case queue.Requeued:
 		// The handler's write made the message due again, quietly (no
 		// notification): look at the queue to learn when.
 		g.markAt(nowMs())
 		return
-	case Removed:
+	case queue.Removed:
 		return
 	}
 	if err := q.Ack(hctx, d); err != nil {

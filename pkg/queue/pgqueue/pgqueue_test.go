@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcptasks/mcptasks/internal/testpg"
+	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
 )
@@ -62,17 +63,17 @@ func TestConsume(t *testing.T) {
 	failOnce := map[string]bool{"flaky": true}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		q.Consume(ctx, 3, func(_ context.Context, id string) (pgqueue.Settle, error) {
+		q.Consume(ctx, 3, func(_ context.Context, id string) (queue.Settle, error) {
 			mu.Lock()
 			handled[id]++
 			fail := failOnce[id]
 			delete(failOnce, id)
 			mu.Unlock()
 			if fail {
-				return pgqueue.Ack, context.DeadlineExceeded
+				return queue.Ack, context.DeadlineExceeded
 			}
 			got <- id
-			return pgqueue.Ack, nil
+			return queue.Ack, nil
 		})
 	})
 	defer func() { cancel(); wg.Wait() }()

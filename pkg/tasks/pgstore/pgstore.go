@@ -565,25 +565,17 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if !tasks.ValidID(id) {
 		return tasks.ErrNotFound
 	}
-	op := "keep"
+	op := ch.Op()
 	var payload any
-	switch {
-	case ch.Complete != nil:
-		op, payload = "complete", rawText(ch.Complete)
-	case ch.Fail != nil:
+	switch op {
+	case tasks.OpComplete:
+		payload = rawText(ch.Complete)
+	case tasks.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return fmt.Errorf("pgstore: encoding error: %w", err)
 		}
-		op, payload = "fail", string(b)
-	case ch.Cancel:
-		op = "cancel"
-	case ch.Park != nil:
-		op = "park"
-	case ch.Release && ch.Sleep:
-		op = "sleep"
-	case ch.Release:
-		op = "release"
+		payload = string(b)
 	}
 	var msg any
 	if ch.StatusMessage != nil {
@@ -612,14 +604,14 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		}
 	}
 	var park any
-	if op == "park" {
+	if op == tasks.OpPark {
 		park = rawObject(ch.Park)
 		if park == nil {
 			park = "{}"
 		}
 	}
 	var watch []string
-	if op == "sleep" {
+	if op == tasks.OpSleep {
 		for _, k := range ch.WakeOn {
 			watch = append(watch, text(k))
 		}

@@ -888,25 +888,17 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		return tasks.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
-	op := "keep"
+	op := ch.Op()
 	var payload string
-	switch {
-	case ch.Complete != nil:
-		op, payload = "complete", string(ch.Complete)
-	case ch.Fail != nil:
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return fmt.Errorf("redisstore: encoding error: %w", err)
 		}
-		op, payload = "fail", string(b)
-	case ch.Cancel:
-		op = "cancel"
-	case ch.Park != nil:
-		op = "park"
-	case ch.Release && ch.Sleep:
-		op = "sleep"
-	case ch.Release:
-		op = "release"
+		payload = string(b)
 	}
 	hasMsg, msg := "0", ""
 	if ch.StatusMessage != nil {
