@@ -324,7 +324,6 @@ func copyTree(src, dst string, cred *syscall.Credential) error {
 	})
 }
 
-
 // Schema returns a schema name private to the calling test (it need not
 // exist yet), dropped with everything in it when the test ends when
 // databaseURL is a DATABASE_URL shared with other tests.

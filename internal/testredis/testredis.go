@@ -118,7 +118,6 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 	return fmt.Sprintf("127.0.0.1:%d", port), cmd.Process, nil
 }
 
-
 // Backends names the Redis servers the store, queue and engine tests run
 // against: a real redis-server (the production target), the embedded Redis
 // of the local default (package embedredis), and a Redis Cluster of three
