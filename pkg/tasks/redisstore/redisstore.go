@@ -963,25 +963,17 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		return tasks.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
-	op := "keep"
+	op := ch.Op()
 	var payload string
-	switch {
-	case ch.Complete != nil:
-		op, payload = "complete", string(ch.Complete)
-	case ch.Fail != nil:
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return fmt.Errorf("redisstore: encoding error: %w", err)
 		}
-		op, payload = "fail", string(b)
-	case ch.Cancel:
-		op = "cancel"
-	case ch.Park != nil:
-		op = "park"
-	case ch.Release && ch.Sleep:
-		op = "sleep"
-	case ch.Release:
-		op = "release"
+		payload = string(b)
 	}
 	hasMsg, msg := "0", ""
 	if ch.StatusMessage != nil {
@@ -1091,24 +1083,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	n, _ := arr[1].AsInt64()
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
-	c.Attempts = int(n)
-	c.Journal = append(c.Journal, ch.Append...)
-	c.Task.Status = tasks.Status(st)
-	c.Task.UpdatedAt = ch.Now
+	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
 	ended := c.Task.Status.Terminal()
-	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
-	case ch.StatusMessage != nil && explicit:
-		c.Task.StatusMessage = *ch.StatusMessage
-	case ended:
-		c.Task.StatusMessage = "" // see commitScript
-	}
-	if op != "keep" || c.Task.Status.Terminal() {
-		c.Task.LeaseUntil = time.Time{}
-		c.Task.WakeAt = ch.WakeAt
-		if woke == 1 || ended {
-			c.Task.WakeAt = time.Time{}
-		}
-	}
 	if s.Dispatches() {
 		return nil
 	}
@@ -1202,31 +1178,10 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// Record is everything the store holds of one task, for an operator with
-// access to Redis (mcptasks inspect). It is never served to clients: it
-// holds the principal's arguments, answers and results.
-type Record struct {
-	// Task is the task record, as Peek returns it.
-	Task *tasks.Task
-	// Journal is the task's journal, history entries (tasks.KindAttempt)
-	// included.
-	Journal []tasks.Entry
-	// Responses are the input responses received (key -> response).
-	Responses map[string]json.RawMessage
-	// AnsweredAt is when each answered input key was answered.
-	AnsweredAt map[string]time.Time
-	// Waiting holds the input requests a parked task waits for, Offers
-	// its outstanding offers (key -> request).
-	Waiting, Offers map[string]json.RawMessage
-	// CancelRequestedAt is when tasks/cancel first reached the live task
-	// (zero: never).
-	CancelRequestedAt time.Time
-	// Attempts is how many times the next unjournaled step was claimed.
-	Attempts int
-	// Claims is the fencing generation: how many times a worker took a
-	// lease on the task (zero once it ended: the store drops the count).
-	Claims int64
-}
+// Record is everything the store holds of one task (see tasks.Record).
+type Record = tasks.Record
+
+var _ tasks.Inspector = (*Store)(nil)
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
 // tasks.ErrNotFound. Its reads are one pipelined round trip, not one

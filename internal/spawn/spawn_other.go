@@ -1,6 +1,6 @@
 //go:build !linux
 
-package testredis
+package spawn
 
 import "os/exec"
 

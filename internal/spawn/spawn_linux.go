@@ -1,4 +1,4 @@
-package testredis
+package spawn
 
 import (
 	"os/exec"
