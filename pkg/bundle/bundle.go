@@ -36,7 +36,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mcptasks/mcptasks/pkg/auth"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
@@ -96,7 +95,7 @@ type Config struct {
 	// MCPTASKS_MAX_STREAMS_PER_PRINCIPAL: long-lived requests (task
 	// streams, held 2025-11-25 tasks/result) open at once per process, in
 	// all (default 1024) and per principal (default 32), counted apart
-	// from MaxRequests (see endpoint.Options).
+	// from MaxRequests (see tasks.Options).
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
 	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
@@ -296,9 +295,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, c.Lease)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
-	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, endpoint.DefaultMaxRequests)
-	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, endpoint.DefaultMaxStreams)
-	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, endpoint.DefaultMaxStreamsPerPrincipal)
+	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, tasks.DefaultMaxRequests)
+	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, tasks.DefaultMaxStreams)
+	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, tasks.DefaultMaxStreamsPerPrincipal)
 	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -717,7 +716,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		so.Logger = slog.New(sdkLog{log.Handler(), slog.LevelWarn})
 	}
 	// Authentication puts the principal in the context; the endpoint runs it
-	// before the tasks layer (see package endpoint for the order).
+	// before the tasks layer (see tasks.NewHandler for the order).
 	var authenticate func(http.Handler) http.Handler
 	extra := map[string]http.Handler{}
 	if cfg.AuthEnabled {
@@ -761,7 +760,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if app.Register != nil {
 		app.Register(b.Tasks)
 	}
-	b.Handler = endpoint.ForTasks(b.Tasks, &endpoint.Options{
+	b.Handler = tasks.NewHandler(b.Tasks, &tasks.HandlerOptions{
 		Logger:                 log,
 		AllowedOrigins:         cfg.AllowedOrigins,
 		Authenticate:           authenticate,

@@ -15,7 +15,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -247,8 +246,8 @@ func TestJobsSwitch(t *testing.T) {
 func TestStreamBoundsFromEnv(t *testing.T) {
 	t.Parallel()
 	cfg, err := FromEnv(envOf(nil))
-	if err != nil || cfg.MaxRequests != endpoint.DefaultMaxRequests || cfg.MaxStreams != endpoint.DefaultMaxStreams ||
-		cfg.MaxStreamsPerPrincipal != endpoint.DefaultMaxStreamsPerPrincipal {
+	if err != nil || cfg.MaxRequests != tasks.DefaultMaxRequests || cfg.MaxStreams != tasks.DefaultMaxStreams ||
+		cfg.MaxStreamsPerPrincipal != tasks.DefaultMaxStreamsPerPrincipal {
 		t.Fatalf("defaults: %d %d %d (%v)", cfg.MaxRequests, cfg.MaxStreams, cfg.MaxStreamsPerPrincipal, err)
 	}
 	cfg, err = FromEnv(envOf(map[string]string{"MCPTASKS_MAX_STREAMS": "10", "MCPTASKS_MAX_STREAMS_PER_PRINCIPAL": "2"}))

@@ -13,7 +13,7 @@ const ProtocolVersion = "2026-07-28"
 
 // LeanPathDisabled returns why an endpoint must send every request for s
 // through the go-sdk, or "" when it may answer tasks/* and task-creating
-// tools/call requests itself, on its lean path (package endpoint). The lean
+// tools/call requests itself, on its lean path (lean.go). The lean
 // path answers exactly what the go-sdk answers with its default
 // configuration, and calls the same operations ([Server.GetTask] and the
 // rest); it is off wherever the go-sdk would answer differently:

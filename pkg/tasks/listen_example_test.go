@@ -15,7 +15,7 @@ import (
 )
 
 // A task stream, as subscriptions/listen with params.notifications.taskIds
-// gets it (package endpoint serves it over SSE): the caller's tasks are
+// gets it (NewHandler serves it over SSE): the caller's tasks are
 // accepted, each is sent at once, then at each change, until all have
 // ended. Here a worker invocation ends the task while the stream runs.
 func ExampleServer_Listen() {

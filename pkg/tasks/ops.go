@@ -16,7 +16,7 @@ import (
 // server call them once the request is decoded and its capability gate has
 // passed (a client that does not declare the extension on the request gets
 // [MissingCapabilityError] first): the receiving middleware on the go-sdk
-// server, and the lean HTTP path of package endpoint. Each returns the
+// server, and the lean HTTP path of the handler (lean.go). Each returns the
 // result to send (with resultType, without _meta: the transport adds
 // serverInfo) or a JSON-RPC error (*jsonrpc.Error) carrying the code the
 // transport maps to its HTTP status. An id the server never issued (see

@@ -96,7 +96,7 @@ type Options struct {
 	// means a random per-process key (one-instance deployments only).
 	StateSecret []byte
 	// DisableLeanPath sends every request through the go-sdk: the endpoint
-	// (package endpoint) then never answers tasks/* and task-creating
+	// (NewHandler) then never answers tasks/* and task-creating
 	// tools/call requests on its lean path, at a cost in their throughput.
 	// The lean path also turns itself off, without this switch, wherever the
 	// go-sdk's configuration would answer differently: see

@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testpg"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
@@ -68,7 +67,7 @@ func newEngine(b *testing.B, register func(*tasks.Server)) *engine {
 	e.srv = tasks.New(&mcp.Implementation{Name: "bench", Version: "1"}, nil, e.store, q,
 		&tasks.Options{Logger: slog.New(slog.DiscardHandler), Anonymous: true})
 	register(e.srv)
-	ts := httptestServer(b, endpoint.ForTasks(e.srv, nil))
+	ts := httptestServer(b, tasks.NewHandler(e.srv, nil))
 	e.c = mcptest.NewClient(strings.TrimPrefix(ts, "http://"), true)
 	return e
 }

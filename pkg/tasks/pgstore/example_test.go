@@ -37,7 +37,7 @@ func Example() {
 	store := pgstore.New(pool, &pgstore.Options{Dispatch: true, Listen: direct})
 	defer store.Close()
 	srv := tasks.New(&mcp.Implementation{Name: "reports", Version: "1"}, nil, store, q, nil)
-	// ... tasks.AddTool(srv, ...), serve endpoint.ForTasks(srv, nil) ...
+	// ... tasks.AddTool(srv, ...), serve tasks.NewHandler(srv, nil) ...
 	// Four workers until ctx ends: the store's commits settle their
 	// messages.
 	q.Consume(ctx, 4, func(ctx context.Context, id string) (queue.Settle, error) {

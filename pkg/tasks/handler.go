@@ -1,62 +1,4 @@
-// Package endpoint builds the one [http.Handler] that serves an MCP server
-// over the stateless Streamable HTTP transport of protocol revision
-// 2026-07-28.
-//
-// The same handler is served by every platform adapter: the local net/http
-// shim in cmd/mcptasks, the Vercel functions under api/ and the Lambda entry
-// points under cmd/lambda. It owns transport concerns only; MCP semantics
-// live in the go-sdk and in package tasks.
-//
-// # Composition
-//
-// [ForTasks] serves a tasks server, [New] a plain go-sdk server. Every
-// request first passes admission (limits.go): it takes one of
-// Options.MaxRequests slots, or is answered 503 at once. A request to the
-// MCP path then passes these layers, in this order, each of which may
-// answer it:
-//
-//  1. Origin: a browser Origin other than the server itself, a loopback
-//     page or Options.AllowedOrigins is refused (403), as the transport
-//     spec requires against DNS rebinding.
-//  2. Body limit: the body is cut at Options.MaxBodyBytes (413), for every
-//     layer below.
-//  3. Authentication (Options.Authenticate): verifies the caller and puts
-//     its identity in the context, where both paths below take the
-//     principal from.
-//  4. The tasks layer (ForTasks only), under an incoming W3C traceparent
-//     header's context when the tasks server traces (its requests' spans
-//     are then children of the caller's):
-//     - the legacy layer (legacy.go) serves clients on revisions before
-//     2026-07-28: the 2025-11-25 tasks utility from the same store, inline
-//     task tools with elicitation, session ids carrying the client's
-//     elicitation capability, and -32601 for unknown methods; requests on
-//     2026-07-28 pass it untouched;
-//     - task streams (listen.go): a subscriptions/listen that names
-//     params.notifications.taskIds is answered here with an SSE stream of
-//     notifications/tasks, when the task store announces its transitions
-//     ([tasks.Watcher]); every other listen goes on to the go-sdk. Task
-//     streams and held 2025-11-25 tasks/result count in a pool of their
-//     own (Options.MaxStreams, Options.MaxStreamsPerPrincipal), and end
-//     within the platform's budget counted from the request's arrival;
-//     - the lean path answers a well-formed tasks/get, tasks/update,
-//     tasks/cancel or task-creating tools/call itself, parsing the body
-//     once, with exactly the answer the go-sdk would give (it calls the
-//     same operations, [tasks.Server.GetTask] and the rest). It mirrors
-//     the go-sdk's transport checks, listed in lean.go, and is guarded:
-//     it is off when the go-sdk in the build is not the audited version,
-//     and wherever the server's configuration makes the go-sdk answer
-//     differently ([tasks.Server.LeanPathDisabled]). Anything it does not
-//     serve goes on, unchanged;
-//     - the routing check: tasks/* requests must carry an Mcp-Name equal
-//     to params.taskId (-32020), which the go-sdk checks only for its own
-//     methods;
-//  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
-//     middleware in package tasks answers task tools and tasks/*.
-//
-// [New] answers unknown methods of older revisions with -32601 too.
-//
-// GET /healthz answers "ok", and Options.Extra mounts further routes.
-package endpoint
+package tasks
 
 import (
 	"log/slog"
@@ -65,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -78,7 +19,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Options configures [New] and [ForTasks]. The zero value is a sane
 // default.
-type Options struct {
+type HandlerOptions struct {
 	// Logger receives request-level warnings. Nil means slog.Default().
 	Logger *slog.Logger
 	// Path is where the MCP endpoint is mounted; empty means DefaultPath.
@@ -98,7 +39,7 @@ type Options struct {
 	// tasks layer and the go-sdk.
 	Authenticate func(http.Handler) http.Handler
 	// DisableLeanPath sends every request of a ForTasks endpoint through the
-	// go-sdk, for this endpoint only (tasks.Options.DisableLeanPath does it
+	// go-sdk, for this endpoint only (Options.DisableLeanPath does it
 	// for every endpoint of a server).
 	DisableLeanPath bool
 	// Extra mounts additional routes (for example OAuth protected resource
@@ -120,8 +61,8 @@ type Options struct {
 	MaxStreamsPerPrincipal int
 }
 
-func (o *Options) defaults() Options {
-	var c Options
+func (o *HandlerOptions) defaults() HandlerOptions {
+	var c HandlerOptions
 	if o != nil {
 		c = *o
 	}
@@ -139,7 +80,7 @@ func (o *Options) defaults() Options {
 
 // sdkOptions are the options of the go-sdk handler. The lean path reads
 // the ones that change the go-sdk's transport checks from here.
-func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
+func (o *HandlerOptions) sdkOptions() *mcp.StreamableHTTPOptions {
 	return &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		JSONResponse:                 o.JSONResponse,
@@ -149,19 +90,74 @@ func (o *Options) sdkOptions() *mcp.StreamableHTTPOptions {
 	}
 }
 
-// New returns the handler serving the go-sdk server srv at opts.Path (the
-// composition above without the tasks layer), plus GET /healthz.
-func New(srv *mcp.Server, opts *Options) http.Handler {
+// NewSDKHandler returns the handler serving the go-sdk server srv at
+// opts.Path (NewHandler's composition without the tasks layer; unknown
+// methods of older revisions answer -32601 too), plus GET /healthz.
+func NewSDKHandler(srv *mcp.Server, opts *HandlerOptions) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
 	return o.mount(unknownMethods(sdk), newLimits(&o))
 }
 
-// ForTasks returns the handler serving the tasks server ts at opts.Path,
-// composed as the package documentation says, plus GET /healthz. Build it
-// after registering tools and any receiving middleware: whether the lean
-// path may run is decided here, once.
-func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
+// NewHandler returns the one [http.Handler] that serves the tasks server ts
+// over the stateless Streamable HTTP transport of protocol revision
+// 2026-07-28, at opts.Path, plus GET /healthz. Build it after registering
+// tools and any receiving middleware: whether the lean path may run is
+// decided here, once.
+//
+// The same handler is served by every platform adapter: the local net/http
+// shim in cmd/mcptasks, the Vercel functions under api/ and the Lambda entry
+// points under cmd/lambda. It owns transport concerns only; MCP semantics
+// live in the go-sdk and in the Server.
+//
+// # Composition
+//
+// Every
+// request first passes admission (limits.go): it takes one of
+// HandlerOptions.MaxRequests slots, or is answered 503 at once. A request to the
+// MCP path then passes these layers, in this order, each of which may
+// answer it:
+//
+//  1. Origin: a browser Origin other than the server itself, a loopback
+//     page or HandlerOptions.AllowedOrigins is refused (403), as the transport
+//     spec requires against DNS rebinding.
+//  2. Body limit: the body is cut at HandlerOptions.MaxBodyBytes (413), for every
+//     layer below.
+//  3. Authentication (HandlerOptions.Authenticate): verifies the caller and puts
+//     its identity in the context, where both paths below take the
+//     principal from.
+//  4. The tasks layer, under an incoming W3C traceparent
+//     header's context when the tasks server traces (its requests' spans
+//     are then children of the caller's):
+//     - the legacy layer (legacy.go) serves clients on revisions before
+//     2026-07-28: the 2025-11-25 tasks utility from the same store, inline
+//     task tools with elicitation, session ids carrying the client's
+//     elicitation capability, and -32601 for unknown methods; requests on
+//     2026-07-28 pass it untouched;
+//     - task streams (listen.go): a subscriptions/listen that names
+//     params.notifications.taskIds is answered here with an SSE stream of
+//     notifications/tasks, when the task store announces its transitions
+//     ([Watcher]); every other listen goes on to the go-sdk. Task
+//     streams and held 2025-11-25 tasks/result count in a pool of their
+//     own (HandlerOptions.MaxStreams, MaxStreamsPerPrincipal), and end
+//     within the platform's budget counted from the request's arrival;
+//     - the lean path answers a well-formed tasks/get, tasks/update,
+//     tasks/cancel or task-creating tools/call itself, parsing the body
+//     once, with exactly the answer the go-sdk would give (it calls the
+//     same operations as the go-sdk path). It mirrors
+//     the go-sdk's transport checks, listed in lean.go, and is guarded:
+//     it is off when the go-sdk in the build is not the audited version,
+//     and wherever the server's configuration makes the go-sdk answer
+//     differently (see Options.DisableLeanPath). Anything it does not
+//     serve goes on, unchanged;
+//     - the routing check: tasks/* requests must carry an Mcp-Name equal
+//     to params.taskId (-32020), which the go-sdk checks only for its own
+//     methods;
+//  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
+//     middleware answers task tools and tasks/*.
+//
+// GET /healthz answers "ok", and HandlerOptions.Extra mounts further routes.
+func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 	o := opts.defaults()
 	so := o.sdkOptions()
 	var h http.Handler = checkRouting(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.MCP() }, so))
@@ -175,7 +171,7 @@ func ForTasks(ts *tasks.Server, opts *Options) http.Handler {
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
 	lim := newLimits(&o)
-	if _, ok := ts.Store().(tasks.Watcher); ok {
+	if _, ok := ts.Store().(Watcher); ok {
 		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection, lim: lim}
 	}
 	h = &legacy{ts: ts, next: h, lim: lim}
@@ -200,7 +196,7 @@ func traceContext(next http.Handler) http.Handler {
 
 // mount puts the layers every request passes before h (admission,
 // authentication, body limit, Origin) around it and serves it at o.Path.
-func (o *Options) mount(h http.Handler, lim *limits) http.Handler {
+func (o *HandlerOptions) mount(h http.Handler, lim *limits) http.Handler {
 	if o.Authenticate != nil {
 		h = o.Authenticate(h)
 	}

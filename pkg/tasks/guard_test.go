@@ -1,4 +1,4 @@
-package endpoint_test
+package tasks_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
@@ -20,7 +19,7 @@ import (
 // servedLean reports whether the lean path answered a successful request
 // of an SSE endpoint: it answers application/json where the go-sdk
 // streams.
-func servedLean(a answer) bool {
+func servedLean(a exchangeAnswer) bool {
 	return a.status == 200 && a.ctype == "application/json"
 }
 
@@ -30,10 +29,10 @@ func servedLean(a answer) bool {
 func TestLeanPathServes(t *testing.T) {
 	d := newDiffServer(t, nil, tasks.Options{})
 	for _, x := range []exchange{
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
-		envelope("tasks/cancel", 1, map[string]any{"taskId": idWorking}, withExt),
-		envelope("tasks/update", 1, map[string]any{"taskId": idInput, "inputResponses": map[string]any{}}, withExt),
-		envelope("tools/call", 1, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
+		fuzzEnvelope("tasks/cancel", 1, map[string]any{"taskId": idWorking}, withExt),
+		fuzzEnvelope("tasks/update", 1, map[string]any{"taskId": idInput, "inputResponses": map[string]any{}}, withExt),
+		fuzzEnvelope("tools/call", 1, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
 	} {
 		if a := x.send(d.lean[0]); !servedLean(a) {
 			t.Errorf("%s: not answered on the lean path: %s", x.hdr.Get("Mcp-Method"), a)
@@ -58,10 +57,10 @@ func TestLeanPathOffWhenProtocolExcluded(t *testing.T) {
 	if why := srv.LeanPathDisabled(); !strings.Contains(why, "SupportedProtocolVersions") {
 		t.Errorf("LeanPathDisabled() = %q, want the protocol versions named", why)
 	}
-	h := endpoint.ForTasks(srv, nil)
+	h := tasks.NewHandler(srv, nil)
 	for _, x := range []exchange{
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
-		envelope("tools/call", 2, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
+		fuzzEnvelope("tools/call", 2, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
 	} {
 		a := x.send(h)
 		var msg struct {
@@ -101,10 +100,10 @@ func TestLeanPathOffWithSDKMiddleware(t *testing.T) {
 		if add != strings.Contains(why, "middleware") {
 			t.Errorf("middleware added: %v; LeanPathDisabled() = %q", add, why)
 		}
-		h := endpoint.ForTasks(d.srv, nil)
+		h := tasks.NewHandler(d.srv, nil)
 		for _, x := range []exchange{
-			envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
-			envelope("tools/call", 2, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
+			fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt),
+			fuzzEnvelope("tools/call", 2, map[string]any{"name": "job", "arguments": map[string]any{}}, withExt),
 		} {
 			if a := x.send(h); servedLean(a) == add {
 				t.Errorf("middleware added: %v; %s answered %s", add, x.hdr.Get("Mcp-Method"), a)
@@ -117,20 +116,20 @@ func TestLeanPathOffWithSDKMiddleware(t *testing.T) {
 }
 
 // DisableLeanPath, in tasks.Options (every endpoint of the server) or in
-// endpoint.Options (this endpoint), sends every request through the go-sdk;
+// tasks.Options (this endpoint), sends every request through the go-sdk;
 // the answers stay the same.
 func TestDisableLeanPath(t *testing.T) {
-	x := envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt)
+	x := fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt)
 	d := newDiffServer(t, nil, tasks.Options{DisableLeanPath: true})
 	if why := d.srv.LeanPathDisabled(); !strings.Contains(why, "DisableLeanPath") {
 		t.Errorf("LeanPathDisabled() = %q", why)
 	}
-	viaOption := x.send(endpoint.ForTasks(d.srv, nil))
+	viaOption := x.send(tasks.NewHandler(d.srv, nil))
 	plain := newDiffServer(t, nil, tasks.Options{})
-	viaEndpoint := x.send(endpoint.ForTasks(plain.srv, &endpoint.Options{DisableLeanPath: true}))
-	lean := x.send(endpoint.ForTasks(plain.srv, nil))
+	viaEndpoint := x.send(tasks.NewHandler(plain.srv, &tasks.HandlerOptions{DisableLeanPath: true}))
+	lean := x.send(tasks.NewHandler(plain.srv, nil))
 	if servedLean(viaOption) || servedLean(viaEndpoint) || !servedLean(lean) {
-		t.Errorf("tasks.Options: %s\nendpoint.Options: %s\nneither: %s", viaOption, viaEndpoint, lean)
+		t.Errorf("tasks.Options: %s\nHandlerOptions: %s\nneither: %s", viaOption, viaEndpoint, lean)
 	}
 	if string(viaOption.msg) != string(lean.msg) || string(viaEndpoint.msg) != string(lean.msg) {
 		t.Errorf("answers differ:\n%s\n%s\n%s", viaOption.msg, viaEndpoint.msg, lean.msg)
@@ -158,7 +157,7 @@ the response encoding (no HTML escaping, member order), and the receiving-middle
 // The go-sdk in the build is the one the lean path was audited against.
 // If this fails after a go-sdk upgrade: re-audit every behaviour lean.go
 // lists against the new version's source, run FuzzLeanPath for a while,
-// then move endpoint.AuditedSDKVersion.
+// then move tasks.AuditedSDKVersion.
 func TestAuditedSDKVersion(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-json", "github.com/modelcontextprotocol/go-sdk").Output()
 	if err != nil {
@@ -171,11 +170,11 @@ func TestAuditedSDKVersion(t *testing.T) {
 	if err := json.Unmarshal(out, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != endpoint.AuditedSDKVersion || m.Replace != nil {
-		t.Errorf("the build uses go-sdk %s (replace: %+v); the lean path (pkg/endpoint/lean.go) was audited against %s.\n"+
+	if m.Version != tasks.AuditedSDKVersion || m.Replace != nil {
+		t.Errorf("the build uses go-sdk %s (replace: %+v); the lean path (pkg/tasks/lean.go) was audited against %s.\n"+
 			"Until it is re-audited, every endpoint built with this go-sdk serves tasks/* through the go-sdk (slower).\n"+
 			"Re-audit against the new go-sdk source: %s.\n"+
-			"Then run `go test -run '^$' -fuzz FuzzLeanPath -fuzztime 10m ./pkg/endpoint` and move endpoint.AuditedSDKVersion.",
-			m.Version, m.Replace, endpoint.AuditedSDKVersion, mirrored)
+			"Then run `go test -run '^$' -fuzz FuzzLeanPath -fuzztime 10m ./pkg/tasks` and move tasks.AuditedSDKVersion.",
+			m.Version, m.Replace, tasks.AuditedSDKVersion, mirrored)
 	}
 }

@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 // The task stream: a subscriptions/listen (SEP-2575) whose
 // params.notifications names taskIds (SEP-2663) is served here, in front of
@@ -20,7 +20,7 @@ package endpoint
 //     Nothing else (no notifications/progress or notifications/message).
 //  3. The listen result ({resultType:"complete"} with the subscription id)
 //     when every accepted task is terminal, or before the platform's time
-//     limit (tasks.Server.ListenLimit, counted from the request's arrival:
+//     limit (Server.ListenLimit, counted from the request's arrival:
 //     the subscription's setup and a store read in flight are within it),
 //     or when the store's subscription is lost: the client listens again
 //     for tasks still live.
@@ -40,7 +40,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,7 +47,7 @@ import (
 
 // listenPath serves task subscriptions in front of next.
 type listenPath struct {
-	ts                  *tasks.Server
+	ts                  *Server
 	next                http.Handler
 	localhostProtection bool
 	lim                 *limits
@@ -64,7 +63,7 @@ type listenRequest struct {
 }
 
 func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("Mcp-Method")) != tasks.MethodListen || !transportOK(r, l.localhostProtection) {
+	if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("Mcp-Method")) != MethodListen || !transportOK(r, l.localhostProtection) {
 		l.next.ServeHTTP(w, r)
 		return
 	}
@@ -80,10 +79,10 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !req.extension:
-		writeRPC(w, req.id, nil, tasks.MissingCapabilityError())
+		writeRPC(w, req.id, nil, MissingCapabilityError())
 		return
 	case req.bad:
-		writeRPC(w, req.id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "subscriptions/listen: notifications.taskIds must be an array of strings"})
+		writeRPC(w, req.id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "subscriptions/listen: notifications.taskIds must be an array of strings"})
 		return
 	}
 	owner := l.ts.Principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
@@ -114,21 +113,21 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	subID := map[string]any{tasks.MetaKeySubscriptionID: req.id}
+	subID := map[string]any{MetaKeySubscriptionID: req.id}
 	accepted := tl.Accepted
 	if accepted == nil {
 		accepted = []string{}
 	}
-	if writeSSE(w, rc, notification{JSONRPC: "2.0", Method: tasks.MethodAcknowledged, Params: ackParams{Meta: subID, Notifications: ackNotifications{TaskIDs: accepted}}}) != nil {
+	if writeSSE(w, rc, notification{JSONRPC: "2.0", Method: MethodAcknowledged, Params: ackParams{Meta: subID, Notifications: ackNotifications{TaskIDs: accepted}}}) != nil {
 		return
 	}
-	if tl.Run(ctx, func(d *tasks.DetailedTask) error {
-		return writeSSE(w, rc, notification{JSONRPC: "2.0", Method: tasks.MethodTaskStatus, Params: taskParams{
+	if tl.Run(ctx, func(d *DetailedTask) error {
+		return writeSSE(w, rc, notification{JSONRPC: "2.0", Method: MethodTaskStatus, Params: taskParams{
 			Meta: subID, TaskFields: d.TaskFields, Result: d.Result, Error: d.Error, InputRequests: d.InputRequests}})
 	}) != nil {
 		return // the client went away
 	}
-	meta := map[string]any{tasks.MetaKeySubscriptionID: req.id, "io.modelcontextprotocol/serverInfo": l.ts.Implementation()}
+	meta := map[string]any{MetaKeySubscriptionID: req.id, "io.modelcontextprotocol/serverInfo": l.ts.Implementation()}
 	_ = writeSSE(w, rc, struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -155,9 +154,9 @@ type ackNotifications struct {
 // shows it (without the result's resultType), and the subscription id.
 type taskParams struct {
 	Meta map[string]any `json:"_meta"`
-	tasks.TaskFields
+	TaskFields
 	Result        json.RawMessage            `json:"result,omitempty"`
-	Error         *tasks.ErrorObject         `json:"error,omitempty"`
+	Error         *ErrorObject               `json:"error,omitempty"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
 }
 
@@ -202,7 +201,7 @@ func parseListen(body []byte) (*listenRequest, bool) {
 	if v, _, ok := str(top, "jsonrpc"); !ok || v != "2.0" {
 		return nil, false
 	}
-	if v, _, ok := str(top, "method"); !ok || v != tasks.MethodListen {
+	if v, _, ok := str(top, "method"); !ok || v != MethodListen {
 		return nil, false
 	}
 	id, ok := sdkID(top)

@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 // Admission: the endpoint serves at most Options.MaxRequests requests at
 // once, and the long-lived ones (task streams, listen.go; held 2025-11-25
@@ -56,7 +56,7 @@ type limits struct {
 	open map[string]int
 }
 
-func newLimits(o *Options) *limits {
+func newLimits(o *HandlerOptions) *limits {
 	pool := func(n, def int) chan struct{} {
 		switch {
 		case n < 0:

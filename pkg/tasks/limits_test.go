@@ -1,4 +1,4 @@
-package endpoint_test
+package tasks_test
 
 import (
 	"bufio"
@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -76,9 +75,9 @@ func (s stream) refused(t *testing.T, what string, status int) {
 			} `json:"data"`
 		} `json:"error"`
 	}
-	if s.status != status || json.Unmarshal([]byte(s.first), &m) != nil || m.Error == nil || m.Error.Code != endpoint.CodeTooManyStreams ||
+	if s.status != status || json.Unmarshal([]byte(s.first), &m) != nil || m.Error == nil || m.Error.Code != tasks.CodeTooManyStreams ||
 		m.Error.Data.RetryAfterMs <= 0 || m.Error.Data.MaxStreams <= 0 || s.header.Get("Retry-After") == "" {
-		t.Fatalf("%s: HTTP %d Retry-After %q %s, want HTTP %d with error %d and its retry hint", what, s.status, s.header.Get("Retry-After"), s.first, status, endpoint.CodeTooManyStreams)
+		t.Fatalf("%s: HTTP %d Retry-After %q %s, want HTTP %d with error %d and its retry hint", what, s.status, s.header.Get("Retry-After"), s.first, status, tasks.CodeTooManyStreams)
 	}
 }
 
@@ -90,7 +89,7 @@ func (s stream) refused(t *testing.T, what string, status int) {
 // requests are served; an ended stream gives its place back.
 func TestStreamBounds(t *testing.T) {
 	l := newLegacyServer(t, tasks.Options{})
-	ts := httptest.NewServer(endpoint.ForTasks(l.srv, &endpoint.Options{Logger: slog.New(slog.DiscardHandler),
+	ts := httptest.NewServer(tasks.NewHandler(l.srv, &tasks.HandlerOptions{Logger: slog.New(slog.DiscardHandler),
 		MaxRequests: 2, MaxStreams: 3, MaxStreamsPerPrincipal: 2}))
 	t.Cleanup(ts.Close) // after the streams' cleanups, which close them
 	as := func(principal string) *mcptest.Client {

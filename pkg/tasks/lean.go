@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 // The lean path: tasks/get, tasks/update, tasks/cancel and task-creating
 // tools/call answered with one parse of the body, instead of the go-sdk's
@@ -22,7 +22,7 @@ package endpoint
 //     _meta["io.modelcontextprotocol/protocolVersion"] both 2026-07-28
 //     (mcp/streamable.go servePOST; mcp/shared.go validateRequestMeta), a
 //     version the server supports (mcp/server.go handle: -32022 otherwise;
-//     tasks.Server.LeanPathDisabled turns the lean path off then).
+//     Server.LeanPathDisabled turns the lean path off then).
 //  6. Nesting depth: bodies nested deeper than 1000 are malformed
 //     (internal/json checkMaxDepth).
 //  7. One JSON-RPC call, not a batch, not a notification, "jsonrpc":"2.0",
@@ -45,7 +45,7 @@ package endpoint
 //     annotateServerInfo).
 //  12. resultType: results carry it as the go-sdk sets it; tool-level
 //     results of a task tool are shaped as the receiving middleware
-//     returns them (tasks.Server.CreateTask).
+//     returns them (Server.CreateTask).
 //  13. Error to HTTP status: -32601 is 404; -32602, -32020, -32021 and
 //     -32022 are 400; other errors 200 (mcp/streamable.go
 //     extractErrorStatus, writeJSONRPCError).
@@ -54,9 +54,9 @@ package endpoint
 //     jsonMarshal, wireCombined).
 //
 // Past those checks both paths call the same task operations
-// (tasks.Server.GetTask, UpdateTask, CancelTask, CreateTask), after the
+// (Server.GetTask, UpdateTask, CancelTask, CreateTask), after the
 // same capability gate. Receiving middleware on the go-sdk server does not
-// see requests answered here; tasks.Server.LeanPathDisabled reports it, and
+// see requests answered here; Server.LeanPathDisabled reports it, and
 // ForTasks then leaves the lean path out.
 
 import (
@@ -72,7 +72,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcptasks/mcptasks/internal/jsonscan"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,7 +80,7 @@ import (
 // leanPath is the lean path in front of next, the routing check and the
 // go-sdk handler.
 type leanPath struct {
-	ts   *tasks.Server
+	ts   *Server
 	next http.Handler
 	// localhostProtection is the go-sdk handler's DNS-rebinding check
 	// (StreamableHTTPOptions.DisableLocalhostProtection unset).
@@ -111,7 +110,7 @@ func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if text := nameMismatch(r.Header, method, req.taskID); text != "" {
-		writeRPC(w, req.id, nil, &jsonrpc.Error{Code: tasks.CodeHeaderMismatch, Message: text})
+		writeRPC(w, req.id, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
 		return
 	}
 	res, err := l.serveTasks(r, method, req)
@@ -119,7 +118,7 @@ func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func leanMethod(m string) bool {
-	return m == tasks.MethodGet || m == tasks.MethodUpdate || m == tasks.MethodCancel || m == "tools/call"
+	return m == MethodGet || m == MethodUpdate || m == MethodCancel || m == "tools/call"
 }
 
 // principal is the principal of a request, taken as the go-sdk path takes
@@ -133,13 +132,13 @@ func (l *leanPath) principal(r *http.Request) string {
 // gate, then principal, then the operation.
 func (l *leanPath) serveTasks(r *http.Request, method string, req *leanRequest) (mcp.Result, error) {
 	if !req.extension {
-		return nil, tasks.MissingCapabilityError()
+		return nil, MissingCapabilityError()
 	}
 	owner := l.principal(r)
 	switch method {
-	case tasks.MethodGet:
+	case MethodGet:
 		return l.ts.GetTask(r.Context(), owner, req.taskID)
-	case tasks.MethodCancel:
+	case MethodCancel:
 		return l.ts.CancelTask(r.Context(), owner, req.taskID)
 	default:
 		return l.ts.UpdateTask(r.Context(), owner, req.taskID, req.inputResponses)
@@ -358,7 +357,7 @@ func parseLean(body []byte, method string, mc *metaCache) (*leanRequest, bool) {
 	switch method {
 	case "tools/call":
 		return req, req.name != ""
-	case tasks.MethodUpdate:
+	case MethodUpdate:
 		if req.inputResponses == nil {
 			return nil, false
 		}
@@ -375,7 +374,7 @@ func parseMeta(params map[string]json.RawMessage) (extension, ok bool) {
 	if !ok {
 		return false, false
 	}
-	if v, _, ok := str(meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != tasks.ProtocolVersion {
+	if v, _, ok := str(meta, "io.modelcontextprotocol/protocolVersion"); !ok || v != ProtocolVersion {
 		return false, false
 	}
 	// clientCapabilities must decode as the go-sdk decodes it (else the
@@ -395,7 +394,7 @@ func parseMeta(params map[string]json.RawMessage) (extension, ok bool) {
 		if !ok {
 			return false, false
 		}
-		_, extension = extObj[tasks.ExtensionID]
+		_, extension = extObj[ExtensionID]
 	}
 	if info, has := meta["io.modelcontextprotocol/clientInfo"]; has {
 		var impl mcp.Implementation
@@ -449,7 +448,7 @@ func transportOK(r *http.Request, localhostProtection bool) bool {
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false // the go-sdk refuses it on a POST
 	}
-	if r.Header.Get("MCP-Protocol-Version") != tasks.ProtocolVersion {
+	if r.Header.Get("MCP-Protocol-Version") != ProtocolVersion {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -602,13 +601,13 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 	if err != nil {
 		var we *jsonrpc.Error
 		if !errors.As(err, &we) {
-			we = &jsonrpc.Error{Code: tasks.CodeInternalError, Message: err.Error()}
+			we = &jsonrpc.Error{Code: CodeInternalError, Message: err.Error()}
 		}
 		status := http.StatusOK
 		switch we.Code {
 		case jsonrpc.CodeMethodNotFound:
 			status = http.StatusNotFound
-		case tasks.CodeInvalidParams, tasks.CodeHeaderMismatch, tasks.CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		case CodeInvalidParams, CodeHeaderMismatch, CodeMissingCapabilities, mcp.CodeUnsupportedProtocolVersion:
 			status = http.StatusBadRequest
 		case CodeTooManyStreams:
 			status = http.StatusTooManyRequests
@@ -629,7 +628,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err err
 		Result  mcp.Result      `json:"result"`
 	}{"2.0", id, res})
 	if err != nil {
-		writeRPC(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInternalError, Message: "encoding the result: " + err.Error()})
+		writeRPC(w, id, nil, &jsonrpc.Error{Code: CodeInternalError, Message: "encoding the result: " + err.Error()})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

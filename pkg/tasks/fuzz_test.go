@@ -1,4 +1,4 @@
-package endpoint_test
+package tasks_test
 
 import (
 	"bufio"
@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -188,9 +187,9 @@ func newDiffServer(tb testing.TB, mcpOpts *mcp.ServerOptions, opts tasks.Options
 	d := &diffServer{srv: tasks.New(&mcp.Implementation{Name: "fuzz <&>", Version: "1"}, &so, newFakeStore(), nopQueue{}, &opts)}
 	registerFuzzTools(d.srv)
 	for i, js := range []bool{false, true} {
-		d.lean[i] = endpoint.ForTasks(d.srv, &endpoint.Options{Logger: quiet, JSONResponse: js})
-		d.sdk[i] = endpoint.ForTasks(d.srv, &endpoint.Options{Logger: quiet, JSONResponse: js, DisableLeanPath: true})
-		d.bare[i] = endpoint.New(d.srv.MCP(), &endpoint.Options{Logger: quiet, JSONResponse: js})
+		d.lean[i] = tasks.NewHandler(d.srv, &tasks.HandlerOptions{Logger: quiet, JSONResponse: js})
+		d.sdk[i] = tasks.NewHandler(d.srv, &tasks.HandlerOptions{Logger: quiet, JSONResponse: js, DisableLeanPath: true})
+		d.bare[i] = tasks.NewSDKHandler(d.srv.MCP(), &tasks.HandlerOptions{Logger: quiet, JSONResponse: js})
 	}
 	return d
 }
@@ -203,24 +202,24 @@ type exchange struct {
 	host string
 }
 
-// answer is what a client sees of a response: the status, the content
+// exchangeAnswer is what a client sees of a response: the status, the content
 // type, and the JSON-RPC message (an SSE stream's single message event).
-type answer struct {
+type exchangeAnswer struct {
 	status int
 	ctype  string
 	msg    []byte
 }
 
-func (a answer) String() string { return fmt.Sprintf("HTTP %d %s %s", a.status, a.ctype, a.msg) }
+func (a exchangeAnswer) String() string { return fmt.Sprintf("HTTP %d %s %s", a.status, a.ctype, a.msg) }
 
-func (x exchange) send(h http.Handler) answer {
+func (x exchange) send(h http.Handler) exchangeAnswer {
 	r := httptest.NewRequest(http.MethodPost, "http://"+x.host+"/mcp", bytes.NewReader(x.body))
 	r.Host = x.host
 	r.Header = x.hdr.Clone()
 	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	a := answer{status: w.Code, ctype: w.Header().Get("Content-Type"), msg: w.Body.Bytes()}
+	a := exchangeAnswer{status: w.Code, ctype: w.Header().Get("Content-Type"), msg: w.Body.Bytes()}
 	if strings.HasPrefix(a.ctype, "text/event-stream") {
 		a.msg = sseMessages(w.Body.Bytes())
 	}
@@ -309,8 +308,8 @@ func (d *diffServer) check(x exchange, mode int) string {
 	return ""
 }
 
-// envelope is a request as the conformance client sends it.
-func envelope(method string, id any, params map[string]any, caps map[string]any) exchange {
+// fuzzEnvelope is a request as the conformance client sends it.
+func fuzzEnvelope(method string, id any, params map[string]any, caps map[string]any) exchange {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -351,32 +350,32 @@ func seeds(tb testing.TB) []exchange {
 	none := map[string]any{}
 	for _, id := range []string{idWorking, idInput, idCompleted, idFailed, idCancelled, idAlices, idBroken, "nope", "queue", ""} {
 		xs = append(xs,
-			envelope("tasks/get", 1, map[string]any{"taskId": id}, withExt),
-			envelope("tasks/get", "a<b>&", map[string]any{"taskId": id}, none),
-			envelope("tasks/cancel", 2, map[string]any{"taskId": id}, withExt),
-			envelope("tasks/update", 3, map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}}, withExt),
-			envelope("tasks/update", 4, map[string]any{"taskId": id, "inputResponses": map[string]any{"zz": map[string]any{"action": "decline"}}}, withExt))
+			fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": id}, withExt),
+			fuzzEnvelope("tasks/get", "a<b>&", map[string]any{"taskId": id}, none),
+			fuzzEnvelope("tasks/cancel", 2, map[string]any{"taskId": id}, withExt),
+			fuzzEnvelope("tasks/update", 3, map[string]any{"taskId": id, "inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}}, withExt),
+			fuzzEnvelope("tasks/update", 4, map[string]any{"taskId": id, "inputResponses": map[string]any{"zz": map[string]any{"action": "decline"}}}, withExt))
 	}
 	for _, tool := range []string{"job", "must", "first", "hdr", "plain", "nope"} {
 		for _, caps := range []map[string]any{withExt, none} {
 			xs = append(xs,
-				envelope("tools/call", 7, map[string]any{"name": tool, "arguments": map[string]any{"end": "x<y>"}}, caps),
-				envelope("tools/call", 8, map[string]any{"name": tool, "arguments": map[string]any{"end": "many"}}, caps),
-				envelope("tools/call", 9, map[string]any{"name": tool, "arguments": []any{1}}, caps),
-				envelope("tools/call", 10, map[string]any{"name": tool, "arguments": map[string]any{"n": "NaN"}}, caps))
+				fuzzEnvelope("tools/call", 7, map[string]any{"name": tool, "arguments": map[string]any{"end": "x<y>"}}, caps),
+				fuzzEnvelope("tools/call", 8, map[string]any{"name": tool, "arguments": map[string]any{"end": "many"}}, caps),
+				fuzzEnvelope("tools/call", 9, map[string]any{"name": tool, "arguments": []any{1}}, caps),
+				fuzzEnvelope("tools/call", 10, map[string]any{"name": tool, "arguments": map[string]any{"n": "NaN"}}, caps))
 		}
 	}
 	xs = append(xs,
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": "not an object"}}, withExt),
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": nil}}, withExt),
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, map[string]any{"sampling": "yes", "extensions": map[string]any{tasks.ExtensionID: map[string]any{}}}),
-		envelope("tasks/get", 1, map[string]any{"TaskId": idWorking}, withExt),
-		envelope("tasks/get", 1, map[string]any{"taskId": idWorking, "TASKID": "other"}, withExt),
-		envelope("tools/call", 1, map[string]any{"Name": "job", "arguments": map[string]any{}}, withExt),
-		envelope("tools/call", 1, map[string]any{"name": "job", "arguments": map[string]any{}, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": 7}}, withExt),
-		envelope("tasks/result", 1, map[string]any{"taskId": idWorking}, withExt),
-		envelope("tasks/list", 1, nil, withExt),
-		envelope("server/discover", 1, nil, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": "not an object"}}, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": nil}}, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, map[string]any{"sampling": "yes", "extensions": map[string]any{tasks.ExtensionID: map[string]any{}}}),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"TaskId": idWorking}, withExt),
+		fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking, "TASKID": "other"}, withExt),
+		fuzzEnvelope("tools/call", 1, map[string]any{"Name": "job", "arguments": map[string]any{}}, withExt),
+		fuzzEnvelope("tools/call", 1, map[string]any{"name": "job", "arguments": map[string]any{}, "_meta": map[string]any{"io.modelcontextprotocol/clientInfo": 7}}, withExt),
+		fuzzEnvelope("tasks/result", 1, map[string]any{"taskId": idWorking}, withExt),
+		fuzzEnvelope("tasks/list", 1, nil, withExt),
+		fuzzEnvelope("server/discover", 1, nil, withExt),
 	)
 	meta := func(caps string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
@@ -384,7 +383,7 @@ func seeds(tb testing.TB) []exchange {
 	ext := `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	raw := func(method, name, body string, extra ...string) exchange {
-		x := envelope(method, 1, nil, withExt)
+		x := fuzzEnvelope(method, 1, nil, withExt)
 		x.body = []byte(body)
 		x.hdr.Set("Mcp-Name", name)
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -431,9 +430,9 @@ func seeds(tb testing.TB) []exchange {
 		raw("tasks/get", idWorking, `[`+get("1", ext)+`]`),
 		raw("tasks/get", idWorking, `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"`+idWorking+`",`+meta(ext)+`}}`),
 	)
-	alice := envelope("tasks/get", 1, map[string]any{"taskId": idAlices}, withExt)
+	alice := fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idAlices}, withExt)
 	alice.hdr.Set("X-Principal", "alice")
-	foreign := envelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt)
+	foreign := fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idWorking}, withExt)
 	foreign.host = "evil.example:8080"
 	xs = append(xs, alice, foreign)
 	return append(xs, transcriptSeeds(tb)...)
@@ -472,7 +471,7 @@ func transcriptSeeds(tb testing.TB) []exchange {
 			if req.Caps != nil && len(req.Caps) == 0 {
 				caps = map[string]any{}
 			}
-			x := envelope(req.Method, i, req.Params, caps)
+			x := fuzzEnvelope(req.Method, i, req.Params, caps)
 			for k, v := range req.Headers {
 				x.hdr.Set(k, v)
 			}

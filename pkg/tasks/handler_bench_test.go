@@ -1,4 +1,4 @@
-package endpoint_test
+package tasks_test
 
 import (
 	"net/http"
@@ -16,7 +16,7 @@ import (
 // over loopback HTTP on a real redis-server.
 func BenchmarkLeanPathGet(b *testing.B) {
 	d := newDiffServer(b, nil, tasks.Options{})
-	x := envelope("tasks/get", 1, map[string]any{"taskId": idInput}, withExt)
+	x := fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idInput}, withExt)
 	for _, c := range []struct {
 		name string
 		h    http.Handler
@@ -45,7 +45,7 @@ func BenchmarkLeanPathGetTraced(b *testing.B) {
 			name = "on"
 		}
 		d := newDiffServer(b, nil, opts)
-		x := envelope("tasks/get", 1, map[string]any{"taskId": idInput}, withExt)
+		x := fuzzEnvelope("tasks/get", 1, map[string]any{"taskId": idInput}, withExt)
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

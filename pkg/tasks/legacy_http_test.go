@@ -1,4 +1,4 @@
-package endpoint_test
+package tasks_test
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testredis"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,7 +72,7 @@ func newLegacyServer(t *testing.T, opts tasks.Options) *legacyServer {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, st.Sleep("rest", time.Hour)
 		})
-	return &legacyServer{t: t, srv: srv, h: endpoint.ForTasks(srv, &endpoint.Options{Logger: quiet}), started: started, release: release}
+	return &legacyServer{t: t, srv: srv, h: tasks.NewHandler(srv, &tasks.HandlerOptions{Logger: quiet}), started: started, release: release}
 }
 
 // legacyAnswer is an HTTP answer: status, headers and body.
@@ -254,7 +253,7 @@ func TestLegacyToolsList(t *testing.T) {
 // and a plain one alike.
 func TestUnknownMethodIsMethodNotFound(t *testing.T) {
 	l := newLegacyServer(t, tasks.Options{})
-	plain := endpoint.New(l.srv.MCP(), &endpoint.Options{Logger: slog.New(slog.DiscardHandler)})
+	plain := tasks.NewSDKHandler(l.srv.MCP(), &tasks.HandlerOptions{Logger: slog.New(slog.DiscardHandler)})
 	for _, h := range []http.Handler{l.h, plain} {
 		l2 := *l
 		l2.h = h

@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 import (
 	"encoding/json"

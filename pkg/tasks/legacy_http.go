@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 // The legacy layer: clients on protocol revisions before 2026-07-28, which
 // the go-sdk serves through its stateless handler, and which this layer
@@ -41,7 +41,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,7 +57,7 @@ const resumeRetryMs = 500
 
 // legacy is the legacy layer in front of next.
 type legacy struct {
-	ts   *tasks.Server
+	ts   *Server
 	next http.Handler
 	lim  *limits
 }
@@ -75,7 +74,7 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	version := strings.TrimSpace(r.Header.Get("MCP-Protocol-Version"))
-	if r.Method != http.MethodPost || version >= tasks.ProtocolVersion {
+	if r.Method != http.MethodPost || version >= ProtocolVersion {
 		l.next.ServeHTTP(w, r)
 		return
 	}
@@ -107,7 +106,7 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !legacyTransportOK(r.Header):
 		// The go-sdk refuses it (415 or 400), as for any request.
 	case method == "initialize":
-		if v, _, _ := str(params, "protocolVersion"); v != "" && v < tasks.ProtocolVersion {
+		if v, _, _ := str(params, "protocolVersion"); v != "" && v < ProtocolVersion {
 			if sid, err := l.ts.LegacySessionID(top["params"]); err == nil {
 				w.Header().Set("Mcp-Session-Id", sid)
 			}
@@ -159,7 +158,7 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 	}
 	_, isTask := l.ts.TaskTool(name)
 	taskParam, augmented := object(params["task"])
-	augmented = augmented && version == tasks.LegacyProtocolVersion
+	augmented = augmented && version == LegacyProtocolVersion
 	if !isTask {
 		if augmented {
 			writeLegacy(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tool " + name + " does not run as a task"})
@@ -173,10 +172,10 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 		if raw, ok := taskParam["ttl"]; ok && string(raw) != "null" {
 			var ms float64
 			if json.Unmarshal(raw, &ms) != nil || ms < 0 {
-				writeLegacy(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "params.task.ttl must be a non-negative number of milliseconds"})
+				writeLegacy(w, id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.task.ttl must be a non-negative number of milliseconds"})
 				return true
 			}
-			ttl = millis(ms, tasks.MaxTTL)
+			ttl = millis(ms, MaxTTL)
 		}
 		res, err := l.ts.LegacyCreateTask(r.Context(), owner, name, params["arguments"], ttl)
 		writeLegacy(w, id, res, err)
@@ -209,17 +208,17 @@ func millis(ms float64, limit time.Duration) time.Duration {
 // serveTasks serves the tasks utility of 2025-11-25 (and answers -32601
 // for tasks/* on other older revisions, which have none).
 func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawMessage, method string, params map[string]json.RawMessage, version string) {
-	known := method == tasks.MethodGet || method == tasks.MethodCancel || method == tasks.MethodResult ||
-		(method == tasks.MethodList && l.ts.ListEnabled())
-	if version != tasks.LegacyProtocolVersion || !known {
+	known := method == MethodGet || method == MethodCancel || method == MethodResult ||
+		(method == MethodList && l.ts.ListEnabled())
+	if version != LegacyProtocolVersion || !known {
 		writeLegacy(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q unsupported", method)})
 		return
 	}
 	owner := l.principal(r)
-	if method == tasks.MethodList {
+	if method == MethodList {
 		cursor, _, ok := str(params, "cursor")
 		if !ok {
-			writeLegacy(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "params.cursor must be a string"})
+			writeLegacy(w, id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.cursor must be a string"})
 			return
 		}
 		res, err := l.ts.LegacyListTasks(r.Context(), owner, cursor)
@@ -228,14 +227,14 @@ func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawM
 	}
 	taskID, _, ok := str(params, "taskId")
 	if !ok || taskID == "" {
-		writeLegacy(w, id, nil, &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: "params.taskId is required"})
+		writeLegacy(w, id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"})
 		return
 	}
 	switch method {
-	case tasks.MethodGet:
+	case MethodGet:
 		res, err := l.ts.LegacyGetTask(r.Context(), owner, taskID)
 		writeLegacy(w, id, res, err)
-	case tasks.MethodCancel:
+	case MethodCancel:
 		res, err := l.ts.LegacyCancelTask(r.Context(), owner, taskID)
 		writeLegacy(w, id, res, err)
 	default:
@@ -273,14 +272,14 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	// A write the client does not take ends at the platform's limit.
 	_ = s.rc.SetWriteDeadline(arrivedAt(r).Add(l.ts.Options().MaxDuration))
 	if !inline {
-		tok, err := l.ts.LegacyResumeToken(tasks.LegacyResume{TaskID: taskID, RequestID: id})
+		tok, err := l.ts.LegacyResumeToken(LegacyResume{TaskID: taskID, RequestID: id})
 		if err == nil {
 			s.prime(tok)
 		}
 	}
 	sent := map[string]bool{}
 	var refusal string
-	t, err := l.ts.WatchTask(ctx, owner, taskID, func(t *tasks.Task) bool {
+	t, err := l.ts.WatchTask(ctx, owner, taskID, func(t *Task) bool {
 		keys := make([]string, 0, len(t.InputRequests))
 		for k := range t.InputRequests {
 			keys = append(keys, k)
@@ -292,7 +291,7 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 				s.message(inputRequest(t.ID, k, t.InputRequests[k], !inline))
 			}
 		}
-		if inline && t.Status == tasks.StatusWorking && t.WakeAt.After(deadline) {
+		if inline && t.Status == StatusWorking && t.WakeAt.After(deadline) {
 			refusal = "it sleeps until " + t.WakeAt.UTC().Format(time.RFC3339)
 			return true
 		}
@@ -300,7 +299,7 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	})
 	switch {
 	case t != nil && t.Status.Terminal():
-		res, err := tasks.LegacyOutcome(t, !inline)
+		res, err := LegacyOutcome(t, !inline)
 		s.message(response(id, res, err))
 	case refusal != "":
 		res, err := l.ts.RefuseHeld(r.Context(), owner, t, refusal)
@@ -312,7 +311,7 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		s.message(response(id, res, err))
 	case r.Context().Err() == nil:
 		if err == nil || errors.Is(err, context.DeadlineExceeded) {
-			err = &jsonrpc.Error{Code: tasks.CodeInternalError, Message: "task store unavailable; retry shortly"}
+			err = &jsonrpc.Error{Code: CodeInternalError, Message: "task store unavailable; retry shortly"}
 		}
 		s.message(response(id, nil, err))
 	}
@@ -337,7 +336,7 @@ func inputRequest(taskID, key string, stored json.RawMessage, related bool) any 
 		if meta == nil {
 			meta = map[string]any{}
 		}
-		meta[tasks.RelatedTaskMetaKey] = map[string]string{"taskId": taskID}
+		meta[RelatedTaskMetaKey] = map[string]string{"taskId": taskID}
 		b, _ := json.Marshal(meta)
 		req.Params["_meta"] = b
 	}
@@ -356,7 +355,7 @@ func parseInputID(id string) (taskID, key string, ok bool) {
 		return "", "", false
 	}
 	taskID, enc, ok := strings.Cut(rest, ".")
-	if !ok || !tasks.ValidID(taskID) {
+	if !ok || !ValidID(taskID) {
 		return "", "", false
 	}
 	k, err := base64.RawURLEncoding.DecodeString(enc)
@@ -383,13 +382,13 @@ func (l *legacy) serveAnswer(w http.ResponseWriter, r *http.Request, top map[str
 	}
 	if _, err := l.ts.UpdateTask(r.Context(), l.principal(r), taskID, map[string]json.RawMessage{key: answer}); err != nil {
 		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == tasks.CodeInvalidParams && strings.HasPrefix(we.Message, "unknown taskId") {
+		if errors.As(err, &we) && we.Code == CodeInvalidParams && strings.HasPrefix(we.Message, "unknown taskId") {
 			// Unknown or foreign task: nothing to deliver to, as for a
 			// response to a request the server never sent.
 			w.WriteHeader(http.StatusAccepted)
 			return true
 		}
-		if errors.As(err, &we) && we.Code == tasks.CodeInvalidParams {
+		if errors.As(err, &we) && we.Code == CodeInvalidParams {
 			// An answer its request refuses: nothing of it is kept, and
 			// the task waits on. The transport's refusal of a response it
 			// cannot accept is an HTTP error, with a JSON-RPC error
@@ -415,7 +414,7 @@ func response(id json.RawMessage, res mcp.Result, err error) any {
 	if err != nil {
 		var we *jsonrpc.Error
 		if !errors.As(err, &we) {
-			we = &jsonrpc.Error{Code: tasks.CodeInternalError, Message: err.Error()}
+			we = &jsonrpc.Error{Code: CodeInternalError, Message: err.Error()}
 		}
 		return struct {
 			JSONRPC string          `json:"jsonrpc"`
@@ -435,7 +434,7 @@ func response(id json.RawMessage, res mcp.Result, err error) any {
 func writeLegacy(w http.ResponseWriter, id json.RawMessage, res mcp.Result, err error) {
 	b, merr := marshal(response(id, res, err))
 	if merr != nil {
-		b, _ = marshal(response(id, nil, &jsonrpc.Error{Code: tasks.CodeInternalError, Message: "encoding the result: " + merr.Error()}))
+		b, _ = marshal(response(id, nil, &jsonrpc.Error{Code: CodeInternalError, Message: "encoding the result: " + merr.Error()}))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
@@ -489,7 +488,7 @@ func (s *sse) message(v any) {
 // server.
 func unknownMethods(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("MCP-Protocol-Version")) >= tasks.ProtocolVersion {
+		if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("MCP-Protocol-Version")) >= ProtocolVersion {
 			next.ServeHTTP(w, r)
 			return
 		}

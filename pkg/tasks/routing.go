@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -30,7 +29,7 @@ func checkRouting(next http.Handler) http.Handler {
 			return
 		}
 		switch strings.TrimSpace(r.Header.Get("Mcp-Method")) {
-		case tasks.MethodGet, tasks.MethodUpdate, tasks.MethodCancel:
+		case MethodGet, MethodUpdate, MethodCancel:
 		default:
 			next.ServeHTTP(w, r)
 			return
@@ -63,7 +62,7 @@ func checkRouting(next http.Handler) http.Handler {
 			return
 		}
 		if text := nameMismatch(r.Header, method, taskID); text != "" {
-			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: tasks.CodeHeaderMismatch, Message: text})
+			writeRPC(w, msgID, nil, &jsonrpc.Error{Code: CodeHeaderMismatch, Message: text})
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package endpoint
+package tasks
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +34,7 @@ func answerShapes(responses map[string]json.RawMessage) error {
 		case obj["action"] != nil && obj["content"] != nil && obj["content"][0] != '{':
 			reason = "content must be an object, got " + describeJSON(obj["content"])
 		}
-		return &jsonrpc.Error{Code: tasks.CodeInvalidParams, Message: fmt.Sprintf("invalid answer to input request %q: %s", k, reason)}
+		return &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid answer to input request %q: %s", k, reason)}
 	}
 	return nil
 }
