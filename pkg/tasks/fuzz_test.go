@@ -210,7 +210,9 @@ type exchangeAnswer struct {
 	msg    []byte
 }
 
-func (a exchangeAnswer) String() string { return fmt.Sprintf("HTTP %d %s %s", a.status, a.ctype, a.msg) }
+func (a exchangeAnswer) String() string {
+	return fmt.Sprintf("HTTP %d %s %s", a.status, a.ctype, a.msg)
+}
 
 func (x exchange) send(h http.Handler) exchangeAnswer {
 	r := httptest.NewRequest(http.MethodPost, "http://"+x.host+"/mcp", bytes.NewReader(x.body))
