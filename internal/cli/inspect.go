@@ -18,6 +18,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/redis/rueidis"
@@ -94,7 +95,7 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 // readRecord reads the task id from the store the environment names, as
 // the bundle chooses it; where and what name the namespace it looked in
 // (the key prefix or the schema) for a message.
-func (e *env) readRecord(ctx context.Context, id string) (rec *tasks.Record, where, what string, err error) {
+func (e *env) readRecord(ctx context.Context, id string) (rec *inspect.Record, where, what string, err error) {
 	redisURL, databaseURL := e.getenv(EnvRedisURL), strings.TrimSpace(e.getenv(EnvDatabaseURL))
 	store := strings.ToLower(strings.TrimSpace(e.getenv(EnvStore)))
 	if store == "" {
@@ -126,7 +127,7 @@ func (e *env) readRecord(ctx context.Context, id string) (rec *tasks.Record, whe
 
 // readRedis reads the task id with a Redis client of its own, within
 // ctx's deadline (the dial included).
-func readRedis(ctx context.Context, url, prefix, id string) (*tasks.Record, error) {
+func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, error) {
 	opt, err := bundle.RedisOptions(url)
 	if err != nil {
 		return nil, err
@@ -165,7 +166,7 @@ func readRedis(ctx context.Context, url, prefix, id string) (*tasks.Record, erro
 // readPostgres reads the task id with a connection pool of its own,
 // within ctx's deadline (the dial included). It never migrates: a schema
 // that is missing or older than this mcptasks answers not found, or fails.
-func readPostgres(ctx context.Context, url, schema, id string) (*tasks.Record, error) {
+func readPostgres(ctx context.Context, url, schema, id string) (*inspect.Record, error) {
 	cfg, err := pgstore.PoolConfig(url)
 	if err != nil {
 		return nil, err
@@ -230,7 +231,7 @@ type event struct {
 	Value      json.RawMessage `json:"value,omitempty"`
 }
 
-func newInspection(rec *tasks.Record, now time.Time) *inspection {
+func newInspection(rec *inspect.Record, now time.Time) *inspection {
 	t := rec.Task
 	in := &inspection{
 		now:    now,
@@ -251,7 +252,7 @@ func newInspection(rec *tasks.Record, now time.Time) *inspection {
 // (entries written before this history was recorded take the time of the
 // one before), the answers to its input requests, a cancellation request
 // and the outcome.
-func timeline(rec *tasks.Record) []event {
+func timeline(rec *inspect.Record) []event {
 	t := rec.Task
 	evs := []event{{At: t.CreatedAt, Event: "created"}}
 	for _, e := range rec.Journal {

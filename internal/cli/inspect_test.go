@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -13,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testpg"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,8 +99,9 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 	// fixture's.
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(9*time.Hour + 30*time.Minute)
 	clk := &fakeClock{t: t0}
+	const owner = "https://issuer.example|alice"
 	srv := tasks.New(&mcp.Implementation{Name: "fixture", Version: "1"}, nil, store, nopQueue{},
-		&tasks.Options{Now: clk.now, TTL: 24 * time.Hour})
+		&tasks.Options{Now: clk.now, TTL: 24 * time.Hour, Principal: func(context.Context, *mcp.RequestExtra) string { return owner }})
 	type args struct {
 		To string `json:"to"`
 	}
@@ -136,12 +140,13 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 		})
 
 	ctx := t.Context()
-	const owner = "https://issuer.example|alice"
-	res, err := srv.CreateTask(ctx, owner, "send_report", json.RawMessage(`{"to":"ada@example.com"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id = res.(*tasks.CreateTaskResult).TaskID
+	// The tool's calls go over the wire, as a client's.
+	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
+	t.Cleanup(ts.Close)
+	c := mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	var created mcptest.Task
+	c.Call(t, "tools/call", map[string]any{"name": "send_report", "arguments": map[string]any{"to": "ada@example.com"}}).Decode(t, &created)
+	id = created.TaskID
 	advance := func(at time.Duration, want tasks.Status) {
 		t.Helper()
 		clk.set(t0.Add(at))
@@ -163,10 +168,8 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 	advance(1500*time.Millisecond, tasks.StatusWorking)       // fetch succeeds, sleep 5s
 	advance(6600*time.Millisecond, tasks.StatusInputRequired) // asks to confirm
 	clk.set(t0.Add(9 * time.Second))
-	if _, err := srv.UpdateTask(ctx, owner, id, map[string]json.RawMessage{
-		"confirm": json.RawMessage(`{"action":"accept","content":{"send":true}}`)}); err != nil {
-		t.Fatal(err)
-	}
+	c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"confirm": map[string]any{"action": "accept", "content": map[string]any{"send": true}}}}).Decode(t, &struct{}{})
 	// A worker claims the task to send and dies (SIGKILL): it writes
 	// nothing, and its lease runs out 10s later, when the task is delivered
 	// again.
@@ -332,7 +335,7 @@ func TestInspectLease(t *testing.T) {
 		{now.Add(5 * time.Second), "a worker holds it until 2026-07-28 09:30:05.000 UTC"},
 		{now.Add(-5 * time.Second), "its worker was lost: its lease ran out at 2026-07-28 09:29:55.000 UTC"},
 	} {
-		rec := &tasks.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
+		rec := &inspect.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
 			UpdatedAt: now.Add(-30 * time.Second), TTL: time.Hour, LeaseUntil: tc.lease}}
 		var b strings.Builder
 		newInspection(rec, now).render(&b)

@@ -11,12 +11,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// DefaultPath is the path the MCP endpoint is served on.
-const DefaultPath = "/mcp"
-
-// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes = 1 << 20
-
 // Options configures [New] and [ForTasks]. The zero value is a sane
 // default.
 type HandlerOptions struct {
@@ -90,10 +84,10 @@ func (o *HandlerOptions) sdkOptions() *mcp.StreamableHTTPOptions {
 	}
 }
 
-// NewSDKHandler returns the handler serving the go-sdk server srv at
+// newSDKHandler returns the handler serving the go-sdk server srv at
 // opts.Path (NewHandler's composition without the tasks layer; unknown
 // methods of older revisions answer -32601 too), plus GET /healthz.
-func NewSDKHandler(srv *mcp.Server, opts *HandlerOptions) http.Handler {
+func newSDKHandler(srv *mcp.Server, opts *HandlerOptions) http.Handler {
 	o := opts.defaults()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, o.sdkOptions())
 	return o.mount(unknownMethods(sdk), newLimits(&o))
@@ -165,8 +159,8 @@ func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 	case o.DisableLeanPath:
 	case sdkDrift() != "":
 		o.Logger.Warn("lean tasks path off: every request goes through the go-sdk", "reason", sdkDrift())
-	case ts.LeanPathDisabled() != "":
-		o.Logger.Info("lean tasks path off: every request goes through the go-sdk", "reason", ts.LeanPathDisabled())
+	case ts.leanPathDisabled() != "":
+		o.Logger.Info("lean tasks path off: every request goes through the go-sdk", "reason", ts.leanPathDisabled())
 	default:
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
@@ -175,7 +169,7 @@ func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection, lim: lim}
 	}
 	h = &legacy{ts: ts, next: h, lim: lim}
-	if ts.Tracing() {
+	if ts.tracing() {
 		h = traceContext(h)
 	}
 	return o.mount(h, lim)

@@ -118,30 +118,30 @@ func (l *leanPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func leanMethod(m string) bool {
-	return m == MethodGet || m == MethodUpdate || m == MethodCancel || m == "tools/call"
+	return m == methodGet || m == methodUpdate || m == methodCancel || m == "tools/call"
 }
 
 // principal is the principal of a request, taken as the go-sdk path takes
 // it: from the token the authentication layer put in the context, and the
 // request's headers.
 func (l *leanPath) principal(r *http.Request) string {
-	return l.ts.Principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+	return l.ts.principalOf(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
 }
 
 // serveTasks answers tasks/get, tasks/update or tasks/cancel: capability
 // gate, then principal, then the operation.
 func (l *leanPath) serveTasks(r *http.Request, method string, req *leanRequest) (mcp.Result, error) {
 	if !req.extension {
-		return nil, MissingCapabilityError()
+		return nil, missingCapability()
 	}
 	owner := l.principal(r)
 	switch method {
-	case MethodGet:
-		return l.ts.GetTask(r.Context(), owner, req.taskID)
-	case MethodCancel:
-		return l.ts.CancelTask(r.Context(), owner, req.taskID)
+	case methodGet:
+		return l.ts.getTask(r.Context(), owner, req.taskID)
+	case methodCancel:
+		return l.ts.cancelTask(r.Context(), owner, req.taskID)
 	default:
-		return l.ts.UpdateTask(r.Context(), owner, req.taskID, req.inputResponses)
+		return l.ts.updateTask(r.Context(), owner, req.taskID, req.inputResponses)
 	}
 }
 
@@ -151,7 +151,7 @@ func (l *leanPath) serveTasks(r *http.Request, method string, req *leanRequest) 
 // the call carries no MRTR state and no Mcp-Param headers, and its Mcp-Name
 // is exact. Everything else goes to the go-sdk.
 func (l *leanPath) serveCall(w http.ResponseWriter, r *http.Request, req *leanRequest) {
-	info, ok := l.ts.TaskTool(req.name)
+	info, ok := l.ts.taskTool(req.name)
 	if ok && req.inputResponses != nil {
 		if err := answerShapes(req.inputResponses); err != nil {
 			writeRPC(w, req.id, nil, err)
@@ -163,7 +163,7 @@ func (l *leanPath) serveCall(w http.ResponseWriter, r *http.Request, req *leanRe
 		l.next.ServeHTTP(w, r)
 		return
 	}
-	res, err := l.ts.CreateTask(r.Context(), l.principal(r), req.name, req.arguments)
+	res, err := l.ts.createFor(r.Context(), l.principal(r), req.name, req.arguments)
 	writeRPC(w, req.id, l.withServerInfo(res), err)
 }
 
@@ -357,7 +357,7 @@ func parseLean(body []byte, method string, mc *metaCache) (*leanRequest, bool) {
 	switch method {
 	case "tools/call":
 		return req, req.name != ""
-	case MethodUpdate:
+	case methodUpdate:
 		if req.inputResponses == nil {
 			return nil, false
 		}
@@ -499,7 +499,7 @@ func (l *leanPath) withServerInfo(res mcp.Result) mcp.Result {
 		m = map[string]any{}
 	}
 	if _, ok := m["io.modelcontextprotocol/serverInfo"]; !ok {
-		m["io.modelcontextprotocol/serverInfo"] = l.ts.Implementation()
+		m["io.modelcontextprotocol/serverInfo"] = l.ts.implementation()
 	}
 	res.SetMeta(m)
 	return res

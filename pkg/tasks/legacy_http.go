@@ -65,7 +65,7 @@ type legacy struct {
 func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		if tok := r.Header.Get("Last-Event-ID"); tok != "" {
-			if res, ok := l.ts.OpenLegacyResume(tok); ok {
+			if res, ok := l.ts.openLegacyResume(tok); ok {
 				l.hold(r.Context(), w, r, res.RequestID, res.TaskID, false)
 				return
 			}
@@ -107,7 +107,7 @@ func (l *legacy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The go-sdk refuses it (415 or 400), as for any request.
 	case method == "initialize":
 		if v, _, _ := str(params, "protocolVersion"); v != "" && v < ProtocolVersion {
-			if sid, err := l.ts.LegacySessionID(top["params"]); err == nil {
+			if sid, err := l.ts.legacySessionID(top["params"]); err == nil {
 				w.Header().Set("Mcp-Session-Id", sid)
 			}
 		}
@@ -144,7 +144,7 @@ func legacyTransportOK(h http.Header) bool {
 
 // principal is the request's principal, as the other paths take it.
 func (l *legacy) principal(r *http.Request) string {
-	return l.ts.Principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+	return l.ts.principalOf(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
 }
 
 // serveCall serves a tools/call of a task tool: with params.task (on
@@ -156,7 +156,7 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 	if !ok || name == "" {
 		return false
 	}
-	_, isTask := l.ts.TaskTool(name)
+	_, isTask := l.ts.taskTool(name)
 	taskParam, augmented := object(params["task"])
 	augmented = augmented && version == LegacyProtocolVersion
 	if !isTask {
@@ -177,16 +177,16 @@ func (l *legacy) serveCall(w http.ResponseWriter, r *http.Request, id json.RawMe
 			}
 			ttl = millis(ms, MaxTTL)
 		}
-		res, err := l.ts.LegacyCreateTask(r.Context(), owner, name, params["arguments"], ttl)
+		res, err := l.ts.legacyCreateTask(r.Context(), owner, name, params["arguments"], ttl)
 		writeLegacy(w, id, res, err)
 		return true
 	}
-	elicitation, _ := l.ts.OpenLegacySession(r.Header.Get("Mcp-Session-Id"))
+	elicitation, _ := l.ts.openLegacySession(r.Header.Get("Mcp-Session-Id"))
 	// One budget for the whole call, from its arrival: the inline run,
 	// then any hold.
-	ctx, cancel := budget(r, l.ts.HoldBudget())
+	ctx, cancel := budget(r, l.ts.holdBudget())
 	defer cancel()
-	out := l.ts.CallLegacyInline(ctx, owner, name, params["arguments"], elicitation)
+	out := l.ts.callLegacyInline(ctx, owner, name, params["arguments"], elicitation)
 	if out.TaskID == "" {
 		writeLegacy(w, id, out.Result, out.Err)
 		return true
@@ -208,20 +208,20 @@ func millis(ms float64, limit time.Duration) time.Duration {
 // serveTasks serves the tasks utility of 2025-11-25 (and answers -32601
 // for tasks/* on other older revisions, which have none).
 func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawMessage, method string, params map[string]json.RawMessage, version string) {
-	known := method == MethodGet || method == MethodCancel || method == MethodResult ||
-		(method == MethodList && l.ts.ListEnabled())
+	known := method == methodGet || method == methodCancel || method == methodResult ||
+		(method == methodList && l.ts.listEnabled())
 	if version != LegacyProtocolVersion || !known {
 		writeLegacy(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%q unsupported", method)})
 		return
 	}
 	owner := l.principal(r)
-	if method == MethodList {
+	if method == methodList {
 		cursor, _, ok := str(params, "cursor")
 		if !ok {
 			writeLegacy(w, id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.cursor must be a string"})
 			return
 		}
-		res, err := l.ts.LegacyListTasks(r.Context(), owner, cursor)
+		res, err := l.ts.legacyListTasks(r.Context(), owner, cursor)
 		writeLegacy(w, id, res, err)
 		return
 	}
@@ -231,11 +231,11 @@ func (l *legacy) serveTasks(w http.ResponseWriter, r *http.Request, id json.RawM
 		return
 	}
 	switch method {
-	case MethodGet:
-		res, err := l.ts.LegacyGetTask(r.Context(), owner, taskID)
+	case methodGet:
+		res, err := l.ts.legacyGetTask(r.Context(), owner, taskID)
 		writeLegacy(w, id, res, err)
-	case MethodCancel:
-		res, err := l.ts.LegacyCancelTask(r.Context(), owner, taskID)
+	case methodCancel:
+		res, err := l.ts.legacyCancelTask(r.Context(), owner, taskID)
 		writeLegacy(w, id, res, err)
 	default:
 		l.hold(r.Context(), w, r, id, taskID, false)
@@ -265,21 +265,21 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		}
 		defer release()
 	}
-	ctx, cancel := context.WithDeadline(ctx, arrivedAt(r).Add(l.ts.HoldBudget()))
+	ctx, cancel := context.WithDeadline(ctx, arrivedAt(r).Add(l.ts.holdBudget()))
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	s := newSSE(w)
 	// A write the client does not take ends at the platform's limit.
 	_ = s.rc.SetWriteDeadline(arrivedAt(r).Add(l.ts.Options().MaxDuration))
 	if !inline {
-		tok, err := l.ts.LegacyResumeToken(LegacyResume{TaskID: taskID, RequestID: id})
+		tok, err := l.ts.legacyResumeToken(legacyResume{TaskID: taskID, RequestID: id})
 		if err == nil {
 			s.prime(tok)
 		}
 	}
 	sent := map[string]bool{}
 	var refusal string
-	t, err := l.ts.WatchTask(ctx, owner, taskID, func(t *Task) bool {
+	t, err := l.ts.watchTask(ctx, owner, taskID, func(t *Task) bool {
 		keys := make([]string, 0, len(t.InputRequests))
 		for k := range t.InputRequests {
 			keys = append(keys, k)
@@ -299,15 +299,15 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	})
 	switch {
 	case t != nil && t.Status.Terminal():
-		res, err := LegacyOutcome(t, !inline)
+		res, err := legacyOutcome(t, !inline)
 		s.message(response(id, res, err))
 	case refusal != "":
-		res, err := l.ts.RefuseHeld(r.Context(), owner, t, refusal)
+		res, err := l.ts.refuseHeld(r.Context(), owner, t, refusal)
 		s.message(response(id, res, err))
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil && !inline:
 		s.retry(resumeRetryMs) // the stream ends; the client resumes it
 	case t != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-		res, err := l.ts.RefuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")
+		res, err := l.ts.refuseHeld(r.Context(), owner, t, "it was still "+string(t.Status)+" at the budget's end")
 		s.message(response(id, res, err))
 	case r.Context().Err() == nil:
 		if err == nil || errors.Is(err, context.DeadlineExceeded) {
@@ -380,7 +380,7 @@ func (l *legacy) serveAnswer(w http.ResponseWriter, r *http.Request, top map[str
 	if !hasResult {
 		answer = json.RawMessage(`{"action":"cancel"}`)
 	}
-	if _, err := l.ts.UpdateTask(r.Context(), l.principal(r), taskID, map[string]json.RawMessage{key: answer}); err != nil {
+	if _, err := l.ts.updateTask(r.Context(), l.principal(r), taskID, map[string]json.RawMessage{key: answer}); err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) && we.Code == CodeInvalidParams && strings.HasPrefix(we.Message, "unknown taskId") {
 			// Unknown or foreign task: nothing to deliver to, as for a

@@ -26,21 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Defaults of the bounds of [Options].
-const (
-	DefaultMaxRequests            = 256
-	DefaultMaxStreams             = 1024
-	DefaultMaxStreamsPerPrincipal = 32
-)
-
-// CodeTooManyStreams answers a task stream (subscriptions/listen) or a
-// held 2025-11-25 tasks/result past Options.MaxStreamsPerPrincipal or
-// Options.MaxStreams (an implementation-defined server error). Its data
-// carries {"retryAfterMs": n, "maxStreams": m}, and the HTTP answer a
-// Retry-After header: the client polls tasks/get meanwhile, or opens the
-// stream again later.
-const CodeTooManyStreams = -32028
-
 // streamRetry is the retry hint of a refused stream.
 const streamRetry = time.Second
 

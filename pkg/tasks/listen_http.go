@@ -63,7 +63,7 @@ type listenRequest struct {
 }
 
 func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("Mcp-Method")) != MethodListen || !transportOK(r, l.localhostProtection) {
+	if r.Method != http.MethodPost || strings.TrimSpace(r.Header.Get("Mcp-Method")) != methodListen || !transportOK(r, l.localhostProtection) {
 		l.next.ServeHTTP(w, r)
 		return
 	}
@@ -79,13 +79,13 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !req.extension:
-		writeRPC(w, req.id, nil, MissingCapabilityError())
+		writeRPC(w, req.id, nil, missingCapability())
 		return
 	case req.bad:
 		writeRPC(w, req.id, nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "subscriptions/listen: notifications.taskIds must be an array of strings"})
 		return
 	}
-	owner := l.ts.Principal(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
+	owner := l.ts.principalOf(r.Context(), &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
 	release, err := l.lim.stream(r, owner)
 	if err != nil {
 		retryAfter(w)
@@ -95,9 +95,9 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	// The whole stream, its setup included, within the limit from the
 	// request's arrival.
-	ctx, cancel := budget(r, l.ts.ListenLimit())
+	ctx, cancel := budget(r, l.ts.listenLimit())
 	defer cancel()
-	tl, err := l.ts.Listen(ctx, owner, req.taskIDs)
+	tl, err := l.ts.listen(ctx, owner, req.taskIDs)
 	if err != nil {
 		writeRPC(w, req.id, nil, err)
 		return
@@ -113,21 +113,21 @@ func (l *listenPath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	subID := map[string]any{MetaKeySubscriptionID: req.id}
+	subID := map[string]any{metaKeySubscriptionID: req.id}
 	accepted := tl.Accepted
 	if accepted == nil {
 		accepted = []string{}
 	}
-	if writeSSE(w, rc, notification{JSONRPC: "2.0", Method: MethodAcknowledged, Params: ackParams{Meta: subID, Notifications: ackNotifications{TaskIDs: accepted}}}) != nil {
+	if writeSSE(w, rc, notification{JSONRPC: "2.0", Method: methodAcknowledged, Params: ackParams{Meta: subID, Notifications: ackNotifications{TaskIDs: accepted}}}) != nil {
 		return
 	}
-	if tl.Run(ctx, func(d *DetailedTask) error {
-		return writeSSE(w, rc, notification{JSONRPC: "2.0", Method: MethodTaskStatus, Params: taskParams{
-			Meta: subID, TaskFields: d.TaskFields, Result: d.Result, Error: d.Error, InputRequests: d.InputRequests}})
+	if tl.Run(ctx, func(d *detailedTask) error {
+		return writeSSE(w, rc, notification{JSONRPC: "2.0", Method: methodTaskStatus, Params: taskParams{
+			Meta: subID, wireTaskFields: d.wireTaskFields, Result: d.Result, Error: d.Error, InputRequests: d.InputRequests}})
 	}) != nil {
 		return // the client went away
 	}
-	meta := map[string]any{MetaKeySubscriptionID: req.id, "io.modelcontextprotocol/serverInfo": l.ts.Implementation()}
+	meta := map[string]any{metaKeySubscriptionID: req.id, "io.modelcontextprotocol/serverInfo": l.ts.implementation()}
 	_ = writeSSE(w, rc, struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -154,7 +154,7 @@ type ackNotifications struct {
 // shows it (without the result's resultType), and the subscription id.
 type taskParams struct {
 	Meta map[string]any `json:"_meta"`
-	TaskFields
+	wireTaskFields
 	Result        json.RawMessage            `json:"result,omitempty"`
 	Error         *ErrorObject               `json:"error,omitempty"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
@@ -201,7 +201,7 @@ func parseListen(body []byte) (*listenRequest, bool) {
 	if v, _, ok := str(top, "jsonrpc"); !ok || v != "2.0" {
 		return nil, false
 	}
-	if v, _, ok := str(top, "method"); !ok || v != MethodListen {
+	if v, _, ok := str(top, "method"); !ok || v != methodListen {
 		return nil, false
 	}
 	id, ok := sdkID(top)

@@ -29,7 +29,7 @@ func checkRouting(next http.Handler) http.Handler {
 			return
 		}
 		switch strings.TrimSpace(r.Header.Get("Mcp-Method")) {
-		case MethodGet, MethodUpdate, MethodCancel:
+		case methodGet, methodUpdate, methodCancel:
 		default:
 			next.ServeHTTP(w, r)
 			return

@@ -5,12 +5,12 @@ import (
 	"sync"
 )
 
-// AuditedSDKVersion is the go-sdk version the lean path was checked
+// auditedSDKVersion is the go-sdk version the lean path was checked
 // against: every go-sdk behaviour it mirrors (listed in lean.go) is that
 // version's. A build with another go-sdk serves every request through the
 // go-sdk, and TestAuditedSDKVersion fails until lean.go is re-audited and
 // this constant moved.
-const AuditedSDKVersion = "v1.8.0"
+const auditedSDKVersion = "v1.8.0"
 
 const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 
@@ -32,9 +32,9 @@ func drift(deps []*debug.Module) string {
 		}
 		switch {
 		case d.Replace != nil:
-			return "the go-sdk in this build is replaced (" + d.Replace.Path + " " + d.Replace.Version + "); the lean path was audited against " + sdkModule + " " + AuditedSDKVersion
-		case d.Version != AuditedSDKVersion:
-			return "the go-sdk in this build is " + d.Version + "; the lean path was audited against " + AuditedSDKVersion
+			return "the go-sdk in this build is replaced (" + d.Replace.Path + " " + d.Replace.Version + "); the lean path was audited against " + sdkModule + " " + auditedSDKVersion
+		case d.Version != auditedSDKVersion:
+			return "the go-sdk in this build is " + d.Version + "; the lean path was audited against " + auditedSDKVersion
 		}
 		return ""
 	}

@@ -16,10 +16,10 @@ func TestSDKDrift(t *testing.T) {
 		deps []*debug.Module
 		want string
 	}{
-		{"audited", []*debug.Module{other, {Path: sdkModule, Version: AuditedSDKVersion}}, ""},
+		{"audited", []*debug.Module{other, {Path: sdkModule, Version: auditedSDKVersion}}, ""},
 		{"none recorded", nil, ""},
 		{"newer", []*debug.Module{{Path: sdkModule, Version: "v1.9.0"}}, "v1.9.0"},
-		{"replaced", []*debug.Module{{Path: sdkModule, Version: AuditedSDKVersion, Replace: &debug.Module{Path: "../go-sdk"}}}, "replaced"},
+		{"replaced", []*debug.Module{{Path: sdkModule, Version: auditedSDKVersion, Replace: &debug.Module{Path: "../go-sdk"}}}, "replaced"},
 	} {
 		got := drift(c.deps)
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {

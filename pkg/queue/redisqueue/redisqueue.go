@@ -326,7 +326,7 @@ func (q *Queue) Wake(ctx context.Context) error {
 	return nil
 }
 
-// Defer implements tasks.Deferrer: it makes taskID's message a receipt
+// Defer is the method of a queue that moves a task's message later (see tasks.Queue): it makes taskID's message a receipt
 // that runs out at at (see [LuaHold]), later or earlier than the message
 // was due, or adds one. A worker whose store does not dispatch defers its
 // task's message to the end of each renewed lease: the message then comes

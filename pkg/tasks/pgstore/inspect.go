@@ -10,12 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
-var _ tasks.Inspector = (*Store)(nil)
+var _ inspect.Store = (*Store)(nil)
 
-// Record is everything the store holds of one task (see tasks.Record).
-type Record = tasks.Record
+// Record is everything the store holds of one task (see package inspect).
+type Record = inspect.Record
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
 // tasks.ErrNotFound: one statement, one consistent snapshot.

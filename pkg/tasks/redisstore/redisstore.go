@@ -82,6 +82,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -1178,10 +1179,10 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// Record is everything the store holds of one task (see tasks.Record).
-type Record = tasks.Record
+// Record is everything the store holds of one task (see package inspect).
+type Record = inspect.Record
 
-var _ tasks.Inspector = (*Store)(nil)
+var _ inspect.Store = (*Store)(nil)
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
 // tasks.ErrNotFound. Its reads are one pipelined round trip, not one

@@ -3,7 +3,7 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -14,10 +14,10 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
-// The 2025-11-25 tasks utility on the same server and store: what package
-// endpoint calls for a task-augmented tools/call, tasks/list and
+// The 2025-11-25 tasks utility on the same server and store: what the
+// handler calls for a task-augmented tools/call, tasks/list and
 // tasks/result of a client on that revision. The worker is driven by hand.
-func ExampleServer_LegacyCreateTask() {
+func TestLegacyUtilityOperations(t *testing.T) {
 	redis, _ := embedredis.Start()
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
@@ -32,20 +32,20 @@ func ExampleServer_LegacyCreateTask() {
 	ctx := context.Background()
 	res, _ := srv.LegacyCreateTask(ctx, "alice", "shout", nil, 0)
 	created := res.(*tasks.LegacyCreateTaskResult)
-	fmt.Println(created.Task.Status, *created.Task.TTL)
+	if created.Task.Status != tasks.StatusWorking || *created.Task.TTL != 3600000 {
+		t.Errorf("created %+v, want working with a ttl of an hour", created.Task)
+	}
 
 	_, _ = srv.Advance(ctx, created.Task.TaskID)
 
 	list, _ := srv.LegacyListTasks(ctx, "alice", "")
-	for _, t := range list.(*tasks.LegacyListTasksResult).Tasks {
-		fmt.Println(t.TaskID == created.Task.TaskID, t.Status)
+	if ts := list.(*tasks.LegacyListTasksResult).Tasks; len(ts) != 1 || ts[0].TaskID != created.Task.TaskID || ts[0].Status != tasks.StatusCompleted {
+		t.Errorf("tasks/list %+v, want the completed task", ts)
 	}
 	done, _ := srv.WatchTask(ctx, "alice", created.Task.TaskID, func(*tasks.Task) bool { return false })
 	out, _ := tasks.LegacyOutcome(done, true)
 	b, _ := json.Marshal(out)
-	fmt.Println(string(b) == `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"`+done.ID+`"}},"content":[{"type":"text","text":"HEY"}]}`)
-	// Output:
-	// working 3600000
-	// true completed
-	// true
+	if want := `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + done.ID + `"}},"content":[{"type":"text","text":"HEY"}]}`; string(b) != want {
+		t.Errorf("tasks/result %s, want %s", b, want)
+	}
 }

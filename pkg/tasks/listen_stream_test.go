@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,7 +19,7 @@ import (
 // gets it (NewHandler serves it over SSE): the caller's tasks are
 // accepted, each is sent at once, then at each change, until all have
 // ended. Here a worker invocation ends the task while the stream runs.
-func ExampleServer_Listen() {
+func TestListenStream(t *testing.T) {
 	redis, _ := embedredis.Start()
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
@@ -35,30 +36,33 @@ func ExampleServer_Listen() {
 	id := created.(*tasks.CreateTaskResult).TaskID
 
 	l, _ := srv.Listen(ctx, "alice", []string{id, "someone-elses-or-unknown"})
-	fmt.Println("accepted:", len(l.Accepted))
+	if len(l.Accepted) != 1 {
+		t.Fatalf("accepted %v, want alice's task alone", l.Accepted)
+	}
 	ctx, cancel := context.WithTimeout(ctx, srv.ListenLimit())
 	defer cancel()
+	var seen []tasks.Status
 	_ = l.Run(ctx, func(d *tasks.DetailedTask) error {
-		fmt.Println(d.Status)
+		seen = append(seen, d.Status)
 		if d.Status == tasks.StatusWorking {
 			go srv.Advance(context.Background(), id) // another process, in production
 		}
 		return nil
 	})
-	// Output:
-	// accepted: 1
-	// working
-	// completed
+	if fmt.Sprint(seen) != "[working completed]" {
+		t.Errorf("the stream sent %v, want [working completed]", seen)
+	}
 }
 
 // The pollIntervalMs the server advises follows the task: here one that
 // sleeps for another 30 seconds, and one that has waited 10 seconds for
 // input (half its wait so far).
-func ExampleServer_PollAdvice() {
+func TestPollAdviceFollowsTheTask(t *testing.T) {
 	srv := tasks.New(&mcp.Implementation{Name: "example", Version: "1"}, nil, nil, nil, nil)
 	now := time.Now()
 	sleeping := &tasks.Task{Status: tasks.StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}
 	parked := &tasks.Task{Status: tasks.StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}
-	fmt.Println(srv.PollAdvice(sleeping, now), srv.PollAdvice(parked, now))
-	// Output: 31s 5s
+	if a, b := srv.PollAdvice(sleeping, now), srv.PollAdvice(parked, now); a != 31*time.Second || b != 5*time.Second {
+		t.Errorf("advice %v and %v, want 31s and 5s", a, b)
+	}
 }

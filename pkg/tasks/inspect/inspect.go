@@ -1,9 +1,16 @@
-package tasks
+// Package inspect is what an operator's tools read of a task store: a
+// task's whole Record (its journal, answers and history included), which
+// mcptasks inspect and the dashboard show. It is never served to clients:
+// it holds the principal's arguments, answers and results. Both stores of
+// this module (redisstore, pgstore) implement [Store].
+package inspect
 
 import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 // Record is everything a store holds of one task, for an operator with
@@ -11,10 +18,10 @@ import (
 // it holds the principal's arguments, answers and results.
 type Record struct {
 	// Task is the task record, as Peek returns it.
-	Task *Task
-	// Journal is the task's journal, history entries (KindAttempt)
+	Task *tasks.Task
+	// Journal is the task's journal, history entries (tasks.KindAttempt, tasks.KindLost)
 	// included.
-	Journal []Entry
+	Journal []tasks.Entry
 	// Responses are the input responses received (key -> response).
 	Responses map[string]json.RawMessage
 	// AnsweredAt is when each answered input key was answered.
@@ -32,9 +39,9 @@ type Record struct {
 	Claims int64
 }
 
-// Inspector is implemented by a [Store] that can show an operator a
-// task's whole [Record], whoever owns it (both stores of this module do).
-type Inspector interface {
-	// Inspect returns the Record of the task id, or ErrNotFound.
+// Store is implemented by a [tasks.Store] that can show an operator a
+// task's whole [Record], whoever owns it.
+type Store interface {
+	// Inspect returns the Record of the task id, or tasks.ErrNotFound.
 	Inspect(ctx context.Context, id string) (*Record, error)
 }
