@@ -44,16 +44,17 @@ type clientServer struct {
 // startClientServer runs `mcptasks serve --app app` in shape "embedded"
 // (endpoint, workers and sweeper in one process on the embedded Redis),
 // "split" (`serve --no-worker` and a `worker` process on a real
-// redis-server) or "cluster" (split, on a Redis Cluster).
+// redis-server), "cluster" (split, on a Redis Cluster) or "postgres"
+// (split, on PostgreSQL: the Postgres store and queue).
 func startClientServer(t *testing.T, shape, app string, env ...string) *clientServer {
 	t.Helper()
 	s := &clientServer{shape: shape, app: app, env: append(slices.Clone(clientEnv), env...)}
 	switch shape {
 	case "embedded":
 		s.api = start(t, s.env, "serve", "--app", app)
-	case "split", "cluster":
-		kind := map[string]string{"split": "redis-server", "cluster": "cluster"}[shape]
-		s.env = append(s.env, redisEnv(t, kind)...)
+	case "split", "cluster", "postgres":
+		kind := map[string]string{"split": "redis-server", "cluster": "cluster", "postgres": "postgres"}[shape]
+		s.env = append(s.env, storeEnv(t, kind)...)
 		s.api = start(t, s.env, "serve", "--no-worker", "--app", app)
 		s.addWorker(t)
 	default:
@@ -175,7 +176,7 @@ func (s *statuses) list() []string {
 // rounds, cancellation of a sleeping task and of a running step, and
 // unknown and expired tasks.
 func TestClientAgainstServer(t *testing.T) {
-	for _, shape := range []string{"embedded", "split", "cluster"} {
+	for _, shape := range []string{"embedded", "split", "cluster", "postgres"} {
 		t.Run(shape, func(t *testing.T) {
 			t.Parallel()
 			ex := startClientServer(t, shape, "examples")

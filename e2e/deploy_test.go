@@ -132,6 +132,24 @@ func asInt(t *testing.T, what string, v any) int {
 func TestSAMTemplate(t *testing.T) {
 	t.Parallel()
 	checkSAMTemplate(t, root)
+	// This repository's template also runs on PostgreSQL (RDS, Aurora):
+	// Store selects it, and DATABASE_URL comes from a secret.
+	tpl := loadTemplate(t, root)
+	params, _ := at(tpl, "Parameters").(map[string]any)
+	for _, p := range []string{"Store", "DatabaseUrlSecretArn", "DatabaseDirectUrlSecretArn", "VpcSubnetIds", "VpcSecurityGroupIds"} {
+		if params[p] == nil {
+			t.Errorf("parameter %s missing", p)
+		}
+	}
+	env, _ := at(tpl, "Globals", "Function", "Environment", "Variables").(map[string]any)
+	if got := fmt.Sprint(env["MCPTASKS_STORE"]); got != fmt.Sprint(map[string]any{"Ref": "Store"}) {
+		t.Errorf("MCPTASKS_STORE = %v, want !Ref Store", got)
+	}
+	for v, p := range map[string]string{"DATABASE_URL": "DatabaseUrlSecretArn", "DATABASE_URL_UNPOOLED": "DatabaseDirectUrlSecretArn"} {
+		if got := fmt.Sprint(env[v]); !strings.Contains(got, "resolve:secretsmanager:${"+p+"}") {
+			t.Errorf("%s = %v, want the secret %s resolved", v, got, p)
+		}
+	}
 }
 
 // checkSAMTemplate checks the template.yaml in dir (see TestSAMTemplate).

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcptasks/mcptasks/internal/testredis"
 )
 
 var stepRun = regexp.MustCompile(`msg="running step" task=(\S+) step=(\S+)`)
@@ -27,16 +25,24 @@ func stepRuns(id string, logs ...string) map[string]int {
 }
 
 // TestKillWorkerMidStep runs the endpoint and a worker as separate processes
-// on a real redis-server, kills the worker with SIGKILL in the middle of a
-// step, starts a new worker, and checks that the task completes with no
-// journaled step run again.
+// on a real redis-server and on PostgreSQL, kills the worker with SIGKILL
+// in the middle of a step, starts a new worker, and checks that the task
+// completes with no journaled step run again.
 func TestKillWorkerMidStep(t *testing.T) {
-	env := []string{
-		"REDIS_URL=" + testredis.Start(t),
+	for _, kind := range []string{"redis-server", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			testKillWorkerMidStep(t, kind)
+		})
+	}
+}
+
+func testKillWorkerMidStep(t *testing.T, kind string) {
+	env := append(storeEnv(t, kind),
 		"MCPTASKS_MAX_DURATION=4s",
 		"MCPTASKS_SWEEP_INTERVAL=300ms",
 		"MCPTASKS_WORKERS=2",
-	}
+	)
 	api := start(t, env, "serve", "--no-worker")
 	w1 := start(t, env, "worker")
 	c := newClient(api.addr, true)
@@ -78,11 +84,11 @@ func TestKillWorkerMidStep(t *testing.T) {
 	}
 }
 
-// TestTwoWorkersOneTask runs two worker processes against one Redis (a
-// redis-server, a Redis Cluster): every step of a task runs exactly once
-// although both consume the queue.
+// TestTwoWorkersOneTask runs two worker processes against one store (a
+// redis-server, a Redis Cluster, PostgreSQL): every step of a task runs
+// exactly once although both consume the queue.
 func TestTwoWorkersOneTask(t *testing.T) {
-	for _, kind := range redisKinds {
+	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			testTwoWorkersOneTask(t, kind)
@@ -91,7 +97,7 @@ func TestTwoWorkersOneTask(t *testing.T) {
 }
 
 func testTwoWorkersOneTask(t *testing.T, kind string) {
-	env := append(redisEnv(t, kind), "MCPTASKS_WORKERS=3")
+	env := append(storeEnv(t, kind), "MCPTASKS_WORKERS=3")
 	api := start(t, env, "serve", "--no-worker")
 	w1 := start(t, env, "worker")
 	w2 := start(t, env, "worker")

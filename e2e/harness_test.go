@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testpg"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
@@ -89,6 +91,23 @@ func redisEnv(t *testing.T, kind string) []string {
 	}
 	t.Fatalf("unknown Redis kind %q", kind)
 	return nil
+}
+
+// storeKinds are redisKinds and PostgreSQL: the stores a split deployment
+// is tested on where a test is cheap enough to run on each.
+var storeKinds = append(slices.Clone(redisKinds), "postgres")
+
+// storeEnv is redisEnv for the kinds of storeKinds: "postgres" points the
+// processes at a PostgreSQL server of the test's own (testpg.Start), or
+// DATABASE_URL under a schema of the test's own, for the Postgres store
+// and queue.
+func storeEnv(t *testing.T, kind string) []string {
+	t.Helper()
+	if kind != "postgres" {
+		return redisEnv(t, kind)
+	}
+	url := testpg.Start(t)
+	return []string{"MCPTASKS_STORE=postgres", "DATABASE_URL=" + url, "MCPTASKS_PG_SCHEMA=" + testpg.Schema(t, url)}
 }
 
 func freeAddr(t *testing.T) string {

@@ -268,11 +268,18 @@ func TestListenAcrossProcesses(t *testing.T) {
 
 // TestClientListens: pkg/client follows a task over a listen stream when
 // the server offers one (endpoint and worker in separate processes on a
-// real redis-server): the input request arrives on the stream and is
-// answered, the result arrives on it, and no tasks/get is spent. With
-// WithPolling, the same call polls.
+// real redis-server, and on PostgreSQL, where the worker's transitions
+// reach the endpoint's stream through NOTIFY): the input request arrives
+// on the stream and is answered, the result arrives on it, and no
+// tasks/get is spent. With WithPolling, the same call polls.
 func TestClientListens(t *testing.T) {
-	s := startClientServer(t, "split", "examples")
+	for _, shape := range []string{"split", "postgres"} {
+		t.Run(shape, func(t *testing.T) { testClientListens(t, shape) })
+	}
+}
+
+func testClientListens(t *testing.T, shape string) {
+	s := startClientServer(t, shape, "examples")
 	confirm := client.OnElicit(func(context.Context, *client.InputRequest, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 	})

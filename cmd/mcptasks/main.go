@@ -8,7 +8,8 @@
 //	mcptasks call TOOL key=value ...                     call a tool, following its task
 //	mcptasks task get|watch|cancel|answer TASKID         one task
 //	mcptasks tools                                       list the tools
-//	mcptasks inspect TASKID [--json]                     a task's timeline, from REDIS_URL
+//	mcptasks inspect TASKID [--json]                     a task's timeline, from REDIS_URL or DATABASE_URL
+//	mcptasks migrate                                     create or upgrade the Postgres schema (DATABASE_URL)
 //	mcptasks init DIR --module PATH [--name NAME]        scaffold a module of your own tools
 //
 // Every process exports OpenTelemetry traces and metrics when the OTEL_*
@@ -26,5 +27,5 @@ import (
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, migrateCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
 }

@@ -1,10 +1,11 @@
 // Command bench measures the cost of durability side by side, in one run on
 // one machine, against real mcptasks processes over loopback HTTP: a plain
 // synchronous tools/call (the protocol floor), task creation, tasks/get
-// polling and tasks/update on the embedded Redis and on a real
-// redis-server, worker throughput with one and two worker processes, and
-// the end-to-end latency of a one-step task. It prints a Markdown table and
-// writes the same numbers as JSON.
+// polling and tasks/update on the embedded Redis, on a real redis-server
+// and on PostgreSQL (the Postgres store and queue, on a throwaway server),
+// worker throughput with one and two worker processes, and the end-to-end
+// latency of a one-step task. It prints a Markdown table and writes the
+// same numbers as JSON.
 //
 //	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] [-workers-only] \
 //		[-worker-rounds 3] [-worker-tasks 600] [-old label=PATH ...] [-peer name=URL ...] \
@@ -169,7 +170,10 @@ type Row struct {
 // its completion and one tasks/get, measured over many.
 type Cost struct {
 	Variant string `json:"variant"`
-	Tasks   int    `json:"tasks"`
+	// Store is "postgres" for a PostgreSQL cost (see pgCostPerTask), else
+	// empty (Redis).
+	Store string `json:"store,omitempty"`
+	Tasks int    `json:"tasks"`
 	// Commands is the number of commands redis-server processed per task
 	// (INFO commandstats: the commands inside scripts count, as do the
 	// scripts themselves), and ByCommand the same per command name.
@@ -237,6 +241,13 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 
 	// Each phase starts from fresh processes (and a fresh redis-server), so
 	// that no backlog of an earlier scenario's tasks skews the next one.
+	// servers are stopped after procs (a PostgreSQL server).
+	var servers []func()
+	defer func() {
+		for _, stop := range servers {
+			stop()
+		}
+	}()
 	stopAll := func() {
 		// Last started first: the workers and the endpoint before their
 		// redis-server, so that they do not log its going away.
@@ -244,6 +255,10 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 			p.stop()
 		}
 		procs = nil
+		for _, stop := range servers {
+			stop()
+		}
+		servers = nil
 	}
 	split := func(bin string, workers int) (*proc, *redisProc, []*proc, error) {
 		rs, err := startRedis(dir)
@@ -251,20 +266,19 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 			return nil, nil, nil, err
 		}
 		procs = append(procs, rs.proc)
-		env := []string{"REDIS_URL=" + rs.url}
-		api, err := start(bin, env, "serve", "--no-worker")
+		api, ws, err := deploy(bin, []string{"REDIS_URL=" + rs.url}, workers, start)
+		return api, rs, ws, err
+	}
+	// splitPG is split on a PostgreSQL server of its own: the Postgres
+	// store and queue.
+	splitPG := func(workers int) (*proc, *pgProc, []*proc, error) {
+		pg, err := startPostgres()
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		var ws []*proc
-		for range workers {
-			w, err := start(bin, env, "worker")
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			ws = append(ws, w)
-		}
-		return api, rs, ws, nil
+		servers = append(servers, pg.close)
+		api, ws, err := deploy(bin, []string{"MCPTASKS_STORE=postgres", "DATABASE_URL=" + pg.url}, workers, start)
+		return api, pg, ws, err
 	}
 
 	var baseline, raw Row
@@ -297,6 +311,14 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 			rep.Rows = append(rep.Rows, rows...)
 			stopAll()
 		}
+		// PostgreSQL, endpoint and worker in separate processes.
+		api, pg, _, err := splitPG(1)
+		if err != nil {
+			return err
+		}
+		rows, _ := taskScenarios(api, pg, clients, duration, "postgres")
+		rep.Rows = append(rep.Rows, rows...)
+		stopAll()
 
 		// The raw net/http floor: a handler in a process of its own that decodes
 		// the JSON-RPC body and writes a fixed tasks/get answer of the same bytes.
@@ -361,6 +383,23 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 				stopAll()
 			}
 		}
+		// PostgreSQL's turn, in the same round.
+		for _, workers := range []int{1, 2} {
+			api, pg, ws, err := splitPG(workers)
+			if err != nil {
+				return err
+			}
+			if round == 0 && workers == 1 {
+				rep.Costs = append(rep.Costs, pgCostPerTask(api, pg, 1000))
+				rep.Rows = append(rep.Rows, e2eLatency(api, "postgres", 100))
+			}
+			store := fmt.Sprintf("postgres, %d worker process(es)", workers)
+			if _, ok := samples[store]; !ok {
+				order = append(order, store)
+			}
+			samples[store] = append(samples[store], measuredThroughput(api, pg, ws, store, workerTasks))
+			stopAll()
+		}
 	}
 	for _, store := range order {
 		rep.Rows = append(rep.Rows, medianRow(samples[store]))
@@ -385,7 +424,7 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 
 // taskScenarios measures creation, polling and input delivery on one store.
 // It returns the rows and the raw result of one tasks/get of the polled task.
-func taskScenarios(p *proc, rs *redisProc, clients int, d time.Duration, store string) ([]Row, []byte) {
+func taskScenarios(p *proc, rs storeServer, clients int, d time.Duration, store string) ([]Row, []byte) {
 	var rows []Row
 	cmds := func() int64 {
 		if rs == nil {
@@ -573,11 +612,11 @@ func throughput(p *proc, store string, tasks int) Row {
 }
 
 // measuredThroughput is throughput on a split deployment, with the CPU
-// time the worker processes and redis-server spent per step.
-func measuredThroughput(api *proc, rs *redisProc, workers []*proc, store string, tasks int) Row {
-	w0, r0 := cpuSeconds(workers...), redisCPUSeconds(rs)
+// time the worker processes and the store's server spent per step.
+func measuredThroughput(api *proc, rs storeServer, workers []*proc, store string, tasks int) Row {
+	w0, r0 := cpuSeconds(workers...), rs.cpu()
 	row := throughput(api, store, tasks)
-	w1, r1 := cpuSeconds(workers...), redisCPUSeconds(rs)
+	w1, r1 := cpuSeconds(workers...), rs.cpu()
 	if w0 >= 0 && w1 >= 0 {
 		row.WorkerCPUUs = (w1 - w0) * 1e6 / float64(row.Ops)
 	}
@@ -713,44 +752,13 @@ func costPerTask(p *proc, rs *redisProc, n int) Cost {
 	// connections' buffers grow, before anything is counted.
 	warm := make([]string, 0, 20)
 	for range cap(warm) {
-		var t struct {
-			TaskID string `json:"taskId"`
-		}
-		if err := c.call("tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 1}}, "batch_report", &t); err != nil {
-			log.Fatal(err)
-		}
-		warm = append(warm, t.TaskID)
+		warm = append(warm, createOneStep(c))
 	}
 	for _, id := range warm {
 		waitDone(c, id, 2*time.Millisecond)
 	}
 	stats0, mem0 := rs.commandStats(), rs.usedMemory()
-	ids := make([]string, 0, n)
-	for range n {
-		var t struct {
-			TaskID string `json:"taskId"`
-		}
-		if err := c.call("tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 1}}, "batch_report", &t); err != nil {
-			log.Fatal(err)
-		}
-		ids = append(ids, t.TaskID)
-	}
-	gets := 0
-	for _, id := range ids {
-		for {
-			var t struct {
-				Status string `json:"status"`
-			}
-			gets++
-			if err := c.call("tasks/get", map[string]any{"taskId": id}, id, &t); err != nil {
-				log.Fatalf("polling %s: %v", id, err)
-			}
-			if t.Status == "completed" {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	ids, gets := completeTasks(c, n)
 	stats1, mem1 := rs.commandStats(), rs.usedMemory()
 	for _, id := range ids {
 		if err := c.call("tasks/get", map[string]any{"taskId": id}, id, nil); err != nil {
@@ -781,6 +789,42 @@ func costPerTask(p *proc, rs *redisProc, n int) Cost {
 		cost.AllKeyBytes += float64(rs.memoryUsage(key)) / float64(n+len(warm))
 	}
 	return cost
+}
+
+// createOneStep creates a one-step task and returns its id.
+func createOneStep(c *client) string {
+	var t struct {
+		TaskID string `json:"taskId"`
+	}
+	if err := c.call("tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 1}}, "batch_report", &t); err != nil {
+		log.Fatal(err)
+	}
+	return t.TaskID
+}
+
+// completeTasks creates n one-step tasks, then polls each until it
+// completed; it returns their ids and how many tasks/get it took.
+func completeTasks(c *client, n int) (ids []string, gets int) {
+	ids = make([]string, 0, n)
+	for range n {
+		ids = append(ids, createOneStep(c))
+	}
+	for _, id := range ids {
+		for {
+			var t struct {
+				Status string `json:"status"`
+			}
+			gets++
+			if err := c.call("tasks/get", map[string]any{"taskId": id}, id, &t); err != nil {
+				log.Fatalf("polling %s: %v", id, err)
+			}
+			if t.Status == "completed" {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return ids, gets
 }
 
 // startFloor starts this driver again as the raw net/http floor (see
@@ -855,7 +899,7 @@ func mustJSON(v any) string {
 
 func printTable(rep *Report) {
 	fmt.Printf("\nmcptasks benchmarks: %s, %s, %d CPUs, %d clients, %s per load scenario\n\n", rep.When, rep.GoVersion, rep.CPUs, rep.Clients, rep.Duration)
-	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | vs raw floor | Redis cmds/op ¹ | RSS MiB ² | errors | CPU µs/op, workers / redis ³ | rounds ³ |")
+	fmt.Println("| scenario | store | rate | p50 ms | p99 ms | vs floor | vs raw floor | store cmds/op ¹ | RSS MiB ² | errors | CPU µs/op, workers / store ³ | rounds ³ |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Rows {
 		opt := func(v float64, f string) string {
@@ -874,14 +918,18 @@ func printTable(rep *Report) {
 		fmt.Printf("| %s | %s | %.0f %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", r.Scenario, r.Store, r.PerSec, r.Unit,
 			opt(r.P50Ms, "%.2f"), opt(r.P99Ms, "%.2f"), opt(r.VsBaseline, "%.2f×"), opt(r.VsRaw*100, "%.0f%%"), opt(r.CmdsPerOp, "%.1f"), opt(r.RSSMiB, "%.0f"), r.Errors, cpu, rounds)
 	}
-	fmt.Printf("\n¹ commands redis-server processed per request during the scenario (INFO total_commands_processed), counting the commands inside scripts and the work the request set off in the workers; round trips per operation are in the Go benchmarks above.\n")
+	fmt.Printf("\n¹ commands redis-server processed per request during the scenario (INFO total_commands_processed), counting the commands inside scripts and the work the request set off in the workers; on postgres, the statements the server ran per request (pg_stat_statements; each is one round trip), likewise; round trips per operation are in the Go benchmarks above.\n")
 	fmt.Printf("² resident set of the process serving the endpoint (or running the workers), after the scenario.\n")
-	fmt.Printf("³ worker rows: the CPU time the worker processes together and redis-server spent per step, and each round's steps/s; the row is the round with the median steps/s, its CPU the rounds' medians.\n")
+	fmt.Printf("³ worker rows: the CPU time the worker processes together and redis-server (or every postgres process) spent per step, and each round's steps/s; the row is the round with the median steps/s, its CPU the rounds' medians.\n")
 	for _, p := range rep.Peers {
 		fmt.Printf("\npeer: %s is %s, measured by the same driver; it polls a working task from %s %s (ours poll an input_required task); \"vs floor\" is against our floor.\n",
 			p.Name, p.URL, p.TaskTool, mustJSON(p.TaskArgs))
 	}
 	for _, c := range rep.Costs {
+		if c.Store == "postgres" {
+			printPGCost(c)
+			continue
+		}
 		fmt.Printf("\nRedis cost of a completed 1-step task on %s (create, one step, completed, one tasks/get; mean of %d):\n", c.Variant, c.Tasks)
 		fmt.Printf("- %.1f commands (INFO commandstats):", c.Commands)
 		names := make([]string, 0, len(c.ByCommand))
@@ -1205,3 +1253,34 @@ func (r *redisProc) field(name string) int64 {
 // one per call, negligible against thousands of requests).
 func (r *redisProc) commands() int64   { return r.field("total_commands_processed") }
 func (r *redisProc) usedMemory() int64 { return r.field("used_memory") }
+
+// cpu is redis-server's CPU seconds so far, or -1.
+func (r *redisProc) cpu() float64 { return redisCPUSeconds(r) }
+
+// storeServer is the server of a store under measurement: redis-server or
+// PostgreSQL.
+type storeServer interface {
+	// commands is how many commands (Redis) or statements (PostgreSQL) the
+	// server has processed so far.
+	commands() int64
+	// cpu is the CPU seconds the server has used so far, or -1.
+	cpu() float64
+}
+
+// deploy starts the split shape of bin in env: `serve --no-worker` and
+// workers `worker` processes.
+func deploy(bin string, env []string, workers int, start func(string, []string, ...string) (*proc, error)) (*proc, []*proc, error) {
+	api, err := start(bin, env, "serve", "--no-worker")
+	if err != nil {
+		return nil, nil, err
+	}
+	var ws []*proc
+	for range workers {
+		w, err := start(bin, env, "worker")
+		if err != nil {
+			return nil, nil, err
+		}
+		ws = append(ws, w)
+	}
+	return api, ws, nil
+}

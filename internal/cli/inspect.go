@@ -12,43 +12,52 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/redis/rueidis"
 )
 
 // Inspect is the inspect command (cmd/mcptasks lists it with the others).
-var Inspect = command("inspect", "a task's record and journal as a timeline, read from Redis: inspect TASKID [--json]", (*env).inspect)
+var Inspect = command("inspect", "a task's record and journal as a timeline, read from the store: inspect TASKID [--json]", (*env).inspect)
 
 // Environment variables read by inspect, as the bundle reads them.
 const (
-	EnvRedisURL  = "REDIS_URL"
-	EnvKeyPrefix = "MCPTASKS_KEY_PREFIX"
+	EnvRedisURL    = "REDIS_URL"
+	EnvKeyPrefix   = "MCPTASKS_KEY_PREFIX"
+	EnvStore       = "MCPTASKS_STORE"
+	EnvDatabaseURL = "DATABASE_URL"
+	EnvPGSchema    = "MCPTASKS_PG_SCHEMA"
 )
 
 const inspectUsage = `
 Usage: mcptasks inspect TASKID [--json] [--timeout 10s]
 
-Reads one task straight from the Redis the deployment uses (REDIS_URL, and
-MCPTASKS_KEY_PREFIX when it sets one) and prints its record and its history
-as a timeline: each step with its attempts, durations and errors, sleeps with
-their wake times, input requests and when they were answered, offers,
-cancellation requests, workers lost while they ran a step (their lease ran
-out, and the task was delivered again), and the outcome (or, for a live
-task, what it waits for now). --json prints the same as one JSON object,
-for scripts.
+Reads one task straight from the store the deployment uses, chosen as the
+deployment chooses it (MCPTASKS_STORE, REDIS_URL, DATABASE_URL): Redis at
+REDIS_URL under MCPTASKS_KEY_PREFIX, or PostgreSQL at DATABASE_URL in the
+schema MCPTASKS_PG_SCHEMA. It prints the task's record and its history as a
+timeline: each step with its attempts, durations and errors, sleeps with their
+wake times, input requests and when they were answered, offers, cancellation
+requests, workers lost while they ran a step (their lease ran out, and the
+task was delivered again), and the outcome (or, for a live task, what it
+waits for now). --json prints the same as one JSON object, for scripts.
 
 It is an operator's tool: it shows any principal's task, arguments, answers
-and result to whoever can read the Redis, and has no MCP counterpart.
+and result to whoever can read the store, and has no MCP counterpart.
 Exit status: 0 shown, 1 no such task (never created, expired, or under
-another key prefix) or Redis unreachable, 2 bad command line.`
+another key prefix or schema) or the store unreachable, 2 bad command line.`
 
 func (e *env) inspect(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcptasks inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the record and timeline as one JSON object")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up on Redis after this long")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up on the store after this long")
 	pos, err := e.parse(fs, inspectUsage, args)
 	if err != nil {
 		return err
@@ -62,22 +71,14 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 		return local.Usagef("inspect: --timeout must be positive")
 	}
 	id := pos[0]
-	url := e.getenv(EnvRedisURL)
-	if url == "" {
-		return errors.New("inspect reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (the embedded Redis of `mcptasks serve` lives inside that process)")
-	}
-	prefix := e.getenv(EnvKeyPrefix)
-	if prefix == "" {
-		prefix = "mcptasks:"
-	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rec, err := readRecord(ctx, url, prefix, id)
+	rec, where, what, err := e.readRecord(ctx, id)
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		return fmt.Errorf("inspect: no task %q under key prefix %q (never created, expired, or another MCPTASKS_KEY_PREFIX)", id, prefix)
+		return fmt.Errorf("inspect: no task %q under %s (never created, expired, or another %s)", id, where, what)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("inspect: Redis did not answer within %s: %w", *timeout, err)
+		return fmt.Errorf("inspect: the store did not answer within %s: %w", *timeout, err)
 	case err != nil:
 		return fmt.Errorf("inspect: %w", err)
 	}
@@ -91,9 +92,42 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 	return nil
 }
 
-// readRecord reads the task id with a Redis client of its own, within
+// readRecord reads the task id from the store the environment names, as
+// the bundle chooses it; where and what name the namespace it looked in
+// (the key prefix or the schema) for a message.
+func (e *env) readRecord(ctx context.Context, id string) (rec *inspect.Record, where, what string, err error) {
+	redisURL, databaseURL := e.getenv(EnvRedisURL), strings.TrimSpace(e.getenv(EnvDatabaseURL))
+	store := strings.ToLower(strings.TrimSpace(e.getenv(EnvStore)))
+	if store == "" {
+		store = bundle.DefaultStore(redisURL, databaseURL)
+	}
+	if store == bundle.StorePostgres {
+		schema := strings.TrimSpace(e.getenv(EnvPGSchema))
+		if schema == "" {
+			schema = "mcptasks"
+		}
+		where, what = fmt.Sprintf("schema %q", schema), "MCPTASKS_PG_SCHEMA"
+		if databaseURL == "" {
+			return nil, where, what, errors.New("inspect reads tasks from PostgreSQL: set " + EnvDatabaseURL + " to the deployment's database")
+		}
+		rec, err = readPostgres(ctx, databaseURL, schema, id)
+		return rec, where, what, err
+	}
+	prefix := e.getenv(EnvKeyPrefix)
+	if prefix == "" {
+		prefix = "mcptasks:"
+	}
+	where, what = fmt.Sprintf("key prefix %q", prefix), "MCPTASKS_KEY_PREFIX"
+	if redisURL == "" {
+		return nil, where, what, errors.New("inspect reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (the embedded Redis of `mcptasks serve` lives inside that process), or " + EnvDatabaseURL + " for the Postgres store")
+	}
+	rec, err = readRedis(ctx, redisURL, prefix, id)
+	return rec, where, what, err
+}
+
+// readRedis reads the task id with a Redis client of its own, within
 // ctx's deadline (the dial included).
-func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record, error) {
+func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, error) {
 	opt, err := bundle.RedisOptions(url)
 	if err != nil {
 		return nil, err
@@ -127,6 +161,30 @@ func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record
 	}
 	defer c.Close()
 	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
+}
+
+// readPostgres reads the task id with a connection pool of its own,
+// within ctx's deadline (the dial included). It never migrates: a schema
+// that is missing or older than this mcptasks answers not found, or fails.
+func readPostgres(ctx context.Context, url, schema, id string) (*inspect.Record, error) {
+	cfg, err := pgstore.PoolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer pool.Close()
+	s := pgstore.New(pool, &pgstore.Options{Schema: schema, Migrated: true})
+	defer s.Close()
+	rec, err := s.Inspect(ctx, id)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // no such table or schema
+		return nil, tasks.ErrNotFound
+	}
+	return rec, err
 }
 
 // inspection is what inspect prints: the task's record and its timeline.
@@ -173,7 +231,7 @@ type event struct {
 	Value      json.RawMessage `json:"value,omitempty"`
 }
 
-func newInspection(rec *redisstore.Record, now time.Time) *inspection {
+func newInspection(rec *inspect.Record, now time.Time) *inspection {
 	t := rec.Task
 	in := &inspection{
 		now:    now,
@@ -194,7 +252,7 @@ func newInspection(rec *redisstore.Record, now time.Time) *inspection {
 // (entries written before this history was recorded take the time of the
 // one before), the answers to its input requests, a cancellation request
 // and the outcome.
-func timeline(rec *redisstore.Record) []event {
+func timeline(rec *inspect.Record) []event {
 	t := rec.Task
 	evs := []event{{At: t.CreatedAt, Event: "created"}}
 	for _, e := range rec.Journal {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -13,9 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testpg"
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -54,33 +59,49 @@ type nopQueue struct{}
 func (nopQueue) Enqueue(context.Context, string, time.Time) error { return nil }
 func (nopQueue) MaxDelay() time.Duration                          { return 0 }
 
-// inspectFixture runs a send_report task on a real redis-server, with the
-// engine on a fake clock, through every kind of history inspect shows
-// (a step that fails and is retried, a sleep, an input round, a final
-// step whose first worker is lost, completion), and returns the Redis URL,
-// key prefix and task id,
-// and what the output must be normalised by: the retry's time has ±20%
-// jitter, which the fixture checks and then replaces by its nominal value.
-func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string) string) {
-	url = testredis.Start(t)
-	opt, err := bundle.RedisOptions(url)
-	if err != nil {
-		t.Fatal(err)
+// inspectFixture runs a send_report task on a real redis-server or
+// PostgreSQL (kind: bundle.StoreRedis or bundle.StorePostgres), with the
+// engine on a fake clock, through every kind of history inspect shows (a
+// step that fails and is retried, a sleep, an input round, a final step
+// whose first worker is lost, completion), and returns the environment that points inspect at it, the
+// task id, and what the output must be normalised by: the retry's time has
+// ±20% jitter, which the fixture checks and then replaces by its nominal
+// value.
+func inspectFixture(t *testing.T, kind string) (vars map[string]string, id string, normalise func(string) string) {
+	var store tasks.Store
+	switch kind {
+	case bundle.StoreRedis:
+		url := testredis.Start(t)
+		opt, err := bundle.RedisOptions(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rueidis.NewClient(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rc.Close)
+		prefix := "inspect-" + tasks.NewID()[:8] + ":"
+		store = redisstore.New(rc, &redisstore.Options{Prefix: prefix})
+		vars = map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}
+	case bundle.StorePostgres:
+		url := testpg.Start(t)
+		pool := testpg.Pool(t, url)
+		schema := testpg.Schema(t, url)
+		ps := pgstore.New(pool, &pgstore.Options{Schema: schema})
+		t.Cleanup(ps.Close)
+		store = ps
+		vars = map[string]string{EnvDatabaseURL: url, EnvPGSchema: schema}
 	}
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	prefix = "inspect-" + tasks.NewID()[:8] + ":"
-	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
 
-	// Redis expires keys by its own clock: the fake one starts today (at
-	// 09:30 UTC), and the output's dates are normalised to the fixture's.
+	// The store expires tasks by its own clock: the fake one starts today
+	// (at 09:30 UTC), and the output's dates are normalised to the
+	// fixture's.
 	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(9*time.Hour + 30*time.Minute)
 	clk := &fakeClock{t: t0}
+	const owner = "https://issuer.example|alice"
 	srv := tasks.New(&mcp.Implementation{Name: "fixture", Version: "1"}, nil, store, nopQueue{},
-		&tasks.Options{Now: clk.now, TTL: 24 * time.Hour})
+		&tasks.Options{Now: clk.now, TTL: 24 * time.Hour, Principal: func(context.Context, *mcp.RequestExtra) string { return owner }})
 	type args struct {
 		To string `json:"to"`
 	}
@@ -119,12 +140,13 @@ func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string
 		})
 
 	ctx := t.Context()
-	const owner = "https://issuer.example|alice"
-	res, err := srv.CreateTask(ctx, owner, "send_report", json.RawMessage(`{"to":"ada@example.com"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id = res.(*tasks.CreateTaskResult).TaskID
+	// The tool's calls go over the wire, as a client's.
+	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
+	t.Cleanup(ts.Close)
+	c := mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	var created mcptest.Task
+	c.Call(t, "tools/call", map[string]any{"name": "send_report", "arguments": map[string]any{"to": "ada@example.com"}}).Decode(t, &created)
+	id = created.TaskID
 	advance := func(at time.Duration, want tasks.Status) {
 		t.Helper()
 		clk.set(t0.Add(at))
@@ -146,10 +168,8 @@ func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string
 	advance(1500*time.Millisecond, tasks.StatusWorking)       // fetch succeeds, sleep 5s
 	advance(6600*time.Millisecond, tasks.StatusInputRequired) // asks to confirm
 	clk.set(t0.Add(9 * time.Second))
-	if _, err := srv.UpdateTask(ctx, owner, id, map[string]json.RawMessage{
-		"confirm": json.RawMessage(`{"action":"accept","content":{"send":true}}`)}); err != nil {
-		t.Fatal(err)
-	}
+	c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		"confirm": map[string]any{"action": "accept", "content": map[string]any{"send": true}}}}).Decode(t, &struct{}{})
 	// A worker claims the task to send and dies (SIGKILL): it writes
 	// nothing, and its lease runs out 10s later, when the task is delivered
 	// again.
@@ -169,29 +189,27 @@ func inspectFixture(t *testing.T) (url, prefix, id string, normalise func(string
 		}
 		return s
 	}
-	return url, prefix, id, normalise
+	return vars, id, normalise
 }
 
 // inspectRun runs inspect with REDIS_URL and MCPTASKS_KEY_PREFIX set.
 func inspectRun(ctx context.Context, url, prefix string, args ...string) *run {
+	return inspectIn(ctx, map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}, args...)
+}
+
+// inspectIn runs inspect in the environment vars.
+func inspectIn(ctx context.Context, vars map[string]string, args ...string) *run {
 	r := newRun("", nil)
-	r.e.getenv = func(k string) string {
-		switch k {
-		case EnvRedisURL:
-			return url
-		case EnvKeyPrefix:
-			return prefix
-		}
-		return ""
-	}
+	r.e.getenv = func(k string) string { return vars[k] }
 	return r.exec(ctx, append([]string{"inspect"}, args...)...)
 }
 
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name, got string) {
+// golden compares got with testdata/name, or rewrites it under -update
+// when write is set.
+func golden(t *testing.T, name, got string, write bool) {
 	t.Helper()
 	path := "testdata/" + name
-	if *update {
+	if *update && write {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -217,17 +235,23 @@ const (
 
 // mcptasks inspect on a task that retried a failing step, slept, waited
 // for input, lost a worker and completed: the timeline (text and JSON) is
-// the golden one, and README.md shows the text verbatim.
+// the golden one, and README.md shows the text verbatim. The same history
+// on the Postgres store shows the same, byte for byte.
 func TestInspect(t *testing.T) {
-	url, prefix, id, normalise := inspectFixture(t)
+	t.Run("redis", func(t *testing.T) { testInspect(t, bundle.StoreRedis) })
+	t.Run("postgres", func(t *testing.T) { testInspect(t, bundle.StorePostgres) })
+}
+
+func testInspect(t *testing.T, kind string) {
+	vars, id, normalise := inspectFixture(t, kind)
 	ctx := t.Context()
 
-	r := inspectRun(ctx, url, prefix, id)
+	r := inspectIn(ctx, vars, id)
 	check(t, r, 0)
 	text := normalise(r.out.String())
-	golden(t, "inspect.txt", text)
+	golden(t, "inspect.txt", text, kind == bundle.StoreRedis)
 
-	r = inspectRun(ctx, url, prefix, "--json", id)
+	r = inspectIn(ctx, vars, "--json", id)
 	check(t, r, 0)
 	var in inspection
 	if err := json.Unmarshal([]byte(r.out.String()), &in); err != nil {
@@ -245,7 +269,7 @@ func TestInspect(t *testing.T) {
 		in.Timeline[2].Attempt != 2 || in.Timeline[2].DurationMs != 40 {
 		t.Errorf("record: %+v", in)
 	}
-	golden(t, "inspect.json", normalise(r.out.String()))
+	golden(t, "inspect.json", normalise(r.out.String()), kind == bundle.StoreRedis)
 
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -257,7 +281,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("README.md lacks the inspect excerpt markers %q ... %q", readmeInspectStart, readmeInspectEnd)
 	}
 	excerpt := string(readme[start+len(readmeInspectStart) : end])
-	if *update {
+	if *update && kind == bundle.StoreRedis {
 		fresh := string(readme[:start+len(readmeInspectStart)]) + text + string(readme[end:])
 		if err := os.WriteFile("../../README.md", []byte(fresh), 0o644); err != nil {
 			t.Fatal(err)
@@ -311,12 +335,35 @@ func TestInspectLease(t *testing.T) {
 		{now.Add(5 * time.Second), "a worker holds it until 2026-07-28 09:30:05.000 UTC"},
 		{now.Add(-5 * time.Second), "its worker was lost: its lease ran out at 2026-07-28 09:29:55.000 UTC"},
 	} {
-		rec := &redisstore.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
+		rec := &inspect.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
 			UpdatedAt: now.Add(-30 * time.Second), TTL: time.Hour, LeaseUntil: tc.lease}}
 		var b strings.Builder
 		newInspection(rec, now).render(&b)
 		if !strings.Contains(b.String(), "now: working: "+tc.want) {
 			t.Errorf("lease until %v: output lacks %q:\n%s", tc.lease, tc.want, b.String())
 		}
+	}
+}
+
+// inspect on the Postgres store: a schema that does not exist (yet), or a
+// task that does not, is no task; MCPTASKS_STORE=postgres without
+// DATABASE_URL names it; an unreachable database fails within --timeout.
+func TestInspectPostgresErrors(t *testing.T) {
+	url := testpg.Start(t)
+	ctx := t.Context()
+	r := inspectIn(ctx, map[string]string{EnvDatabaseURL: url, EnvPGSchema: testpg.Schema(t, url)}, tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil || !strings.Contains(r.err.Error(), "no task") || !strings.Contains(r.err.Error(), "MCPTASKS_PG_SCHEMA") {
+		t.Errorf("a missing schema: %v", r.err)
+	}
+	r = inspectIn(ctx, map[string]string{EnvStore: "postgres", EnvRedisURL: "redis://127.0.0.1:1"}, tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil || !strings.Contains(r.err.Error(), "DATABASE_URL") {
+		t.Errorf("MCPTASKS_STORE=postgres without DATABASE_URL: %v", r.err)
+	}
+	r = inspectIn(ctx, map[string]string{EnvDatabaseURL: "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, "--timeout", "500ms", tasks.NewID())
+	check(t, r, 1)
+	if r.err == nil {
+		t.Error("an unreachable database: no error")
 	}
 }

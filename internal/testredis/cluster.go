@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
+	"github.com/mcptasks/mcptasks/internal/spawn"
 	"github.com/redis/rueidis"
 )
 
@@ -248,11 +249,11 @@ func startNode(bin, dir string, nodeTimeout time.Duration) (*Node, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		port, err := freePort()
+		port, err := spawn.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		bus, err := freePort()
+		bus, err := spawn.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +292,7 @@ func runNode(bin, dir string, port, bus int, nodeTimeout time.Duration) (*Node, 
 		"--dir", dir,
 		"--logfile", "redis.log",
 	)
-	if err := startProcess(cmd); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("starting redis-server: %w", err)
 	}
 	n := &Node{Addr: fmt.Sprintf("127.0.0.1:%d", port), Process: cmd.Process, dir: dir, exited: make(chan struct{})}

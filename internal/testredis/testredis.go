@@ -14,16 +14,14 @@
 package testredis
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/spawn"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/redis/rueidis"
 )
@@ -86,7 +84,7 @@ func startRetrying(tb testing.TB, bin string) *Server {
 // start runs one redis-server on a port that was free a moment ago; a lost
 // race for the port is reported as an error so the caller can retry.
 func start(tb testing.TB, bin string) (string, *os.Process, error) {
-	port, err := freePort()
+	port, err := spawn.FreePort()
 	if err != nil {
 		return "", nil, err
 	}
@@ -104,35 +102,13 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 		return "", nil, err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := startProcess(cmd); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return "", nil, fmt.Errorf("starting redis-server: %w", err)
 	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		var out strings.Builder
-		for sc.Scan() {
-			line := sc.Text()
-			out.WriteString(line + "\n")
-			if strings.Contains(line, "Ready to accept connections") {
-				ready <- nil
-				for sc.Scan() { // drain so the server never blocks on its log
-				}
-				return
-			}
-		}
-		ready <- fmt.Errorf("redis-server exited before it was ready:\n%s", out.String())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			_ = cmd.Wait()
-			return "", nil, err
-		}
-	case <-time.After(10 * time.Second):
+	if err := spawn.WaitFor(stdout, "Ready to accept connections", 10*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return "", nil, fmt.Errorf("redis-server did not become ready in 10s")
+		return "", nil, fmt.Errorf("redis-server: %w", err)
 	}
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT) // a test may have left it stopped
@@ -140,15 +116,6 @@ func start(tb testing.TB, bin string) (string, *os.Process, error) {
 		_ = cmd.Wait()
 	})
 	return fmt.Sprintf("127.0.0.1:%d", port), cmd.Process, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Backends names the Redis servers the store, queue and engine tests run

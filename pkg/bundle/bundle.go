@@ -4,12 +4,19 @@
 // HTTP handler, and the worker and sweeper loops. Every platform adapter
 // (pkg/platform/local, vercel, awslambda) builds on it alike.
 //
-// MCPTASKS_QUEUE selects the queue: "redis" (the default; local and
-// self-hosted workers consume it), "sqs" (Amazon SQS, the Lambda worker's
-// event source) or "qstash" (Upstash QStash, which pushes to the Vercel
-// worker function). The store is Redis in every case. The bundle links
-// only the Redis queue; a platform adapter adds the adapter it serves with
-// [WithQueue], and the local one the embedded Redis with
+// MCPTASKS_STORE selects the task store: "redis" (REDIS_URL, or locally an
+// embedded Redis) or "postgres" (DATABASE_URL; see pkg/tasks/pgstore). By
+// default it is postgres when DATABASE_URL is set and REDIS_URL is not, so
+// a deployment that has a database and no Redis needs nothing more, and
+// one that has REDIS_URL keeps its store whatever else it sets.
+//
+// MCPTASKS_QUEUE selects the queue: "redis" (the default with the Redis
+// store; local and self-hosted workers consume it), "postgres" (the
+// default with the Postgres store; the same, on the database), "sqs"
+// (Amazon SQS, the Lambda worker's event source) or "qstash" (Upstash
+// QStash, which pushes to the Vercel worker function). The bundle links
+// both stores and their queues; a platform adapter adds the push queue it
+// serves with [WithQueue], and the local one the embedded Redis with
 // [WithEmbeddedRedis], so each binary links only what it uses.
 package bundle
 
@@ -26,10 +33,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mcptasks/mcptasks/pkg/auth"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
+	"github.com/mcptasks/mcptasks/pkg/queue"
+	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -42,6 +53,21 @@ type Config struct {
 	LogLevel  slog.Level // MCPTASKS_LOG_LEVEL: DEBUG, INFO (default), WARN or ERROR
 	RedisURL  string     // REDIS_URL; empty: embedded in-process Redis
 	KeyPrefix string     // MCPTASKS_KEY_PREFIX (default "mcptasks:")
+	// Store is the task store: StoreRedis or StorePostgres
+	// (MCPTASKS_STORE; see the package doc for the default).
+	Store string
+	// DatabaseURL is DATABASE_URL, the PostgreSQL of the Postgres store
+	// and queue. A transaction-mode pooler's URL works (Neon's pooled
+	// URL, PgBouncer, RDS Proxy): see pgstore.PoolConfig.
+	DatabaseURL string
+	// DatabaseDirectURL is DATABASE_URL_UNPOOLED: a URL that reaches the
+	// server directly, for the sessions that LISTEN (listen streams, idle
+	// workers); empty: DatabaseURL, which must then be direct too. Neon's
+	// Vercel integration sets both variables.
+	DatabaseDirectURL string
+	// PGSchema is MCPTASKS_PG_SCHEMA, the schema of the Postgres store's
+	// tables (default "mcptasks").
+	PGSchema string
 	// RedisShards is MCPTASKS_REDIS_SHARDS: how many shards the queue and
 	// the due index are spread over (0, the default: 1 on a standalone
 	// Redis, DefaultClusterShards on a Redis Cluster).
@@ -69,7 +95,7 @@ type Config struct {
 	// MCPTASKS_MAX_STREAMS_PER_PRINCIPAL: long-lived requests (task
 	// streams, held 2025-11-25 tasks/result) open at once per process, in
 	// all (default 1024) and per principal (default 32), counted apart
-	// from MaxRequests (see endpoint.Options).
+	// from MaxRequests (see tasks.Options).
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
 	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
@@ -94,8 +120,8 @@ type Config struct {
 	Auth        auth.Config
 	AuthEnabled bool
 
-	// Queue is the queue adapter: QueueRedis (default), QueueSQS or
-	// QueueQStash (MCPTASKS_QUEUE).
+	// Queue is the queue adapter: QueueRedis, QueuePostgres, QueueSQS or
+	// QueueQStash (MCPTASKS_QUEUE; default: the store's own).
 	Queue  string
 	SQS    SQSConfig
 	QStash QStashConfig
@@ -149,9 +175,16 @@ func (c *Config) parseRedisWait(v string) error {
 
 // Queue adapters selectable with MCPTASKS_QUEUE.
 const (
-	QueueRedis  = "redis"
-	QueueSQS    = "sqs"
-	QueueQStash = "qstash"
+	QueueRedis    = "redis"
+	QueuePostgres = "postgres"
+	QueueSQS      = "sqs"
+	QueueQStash   = "qstash"
+)
+
+// Stores selectable with MCPTASKS_STORE.
+const (
+	StoreRedis    = "redis"
+	StorePostgres = "postgres"
 )
 
 // SQSConfig configures the Amazon SQS queue. Region and credentials come
@@ -198,12 +231,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		getenv = os.Getenv
 	}
 	c := Config{
-		App:         strings.TrimSpace(getenv("MCPTASKS_APP")),
-		RedisURL:    getenv("REDIS_URL"),
-		KeyPrefix:   getenv("MCPTASKS_KEY_PREFIX"),
-		StateSecret: getenv("MCPTASKS_STATE_SECRET"),
-		Queue:       strings.ToLower(strings.TrimSpace(getenv("MCPTASKS_QUEUE"))),
-		SQS:         SQSConfig{QueueURL: strings.TrimSpace(getenv("MCPTASKS_SQS_QUEUE_URL"))},
+		App:               strings.TrimSpace(getenv("MCPTASKS_APP")),
+		RedisURL:          getenv("REDIS_URL"),
+		KeyPrefix:         getenv("MCPTASKS_KEY_PREFIX"),
+		Store:             strings.ToLower(strings.TrimSpace(getenv("MCPTASKS_STORE"))),
+		DatabaseURL:       strings.TrimSpace(getenv("DATABASE_URL")),
+		PGSchema:          strings.TrimSpace(getenv("MCPTASKS_PG_SCHEMA")),
+		DatabaseDirectURL: strings.TrimSpace(getenv("DATABASE_URL_UNPOOLED")),
+		StateSecret:       getenv("MCPTASKS_STATE_SECRET"),
+		Queue:             strings.ToLower(strings.TrimSpace(getenv("MCPTASKS_QUEUE"))),
+		SQS:               SQSConfig{QueueURL: strings.TrimSpace(getenv("MCPTASKS_SQS_QUEUE_URL"))},
 		QStash: QStashConfig{
 			Token:             getenv("QSTASH_TOKEN"),
 			URL:               strings.TrimSpace(getenv("QSTASH_URL")),
@@ -265,9 +302,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, c.Lease)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
 	num("MCPTASKS_WORKERS", &c.Workers, 4)
-	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, endpoint.DefaultMaxRequests)
-	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, endpoint.DefaultMaxStreams)
-	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, endpoint.DefaultMaxStreamsPerPrincipal)
+	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, tasks.DefaultMaxRequests)
+	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, tasks.DefaultMaxStreams)
+	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, tasks.DefaultMaxStreamsPerPrincipal)
 	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -303,7 +340,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := redisstore.CheckPrefix(c.KeyPrefix); err != nil {
 		errs = append(errs, fmt.Errorf("MCPTASKS_KEY_PREFIX=%q: %w", c.KeyPrefix, err))
 	}
-	errs = append(errs, c.checkQueue(), c.checkPublicURL())
+	errs = append(errs, c.checkStore(), c.checkQueue(), c.checkPublicURL())
 	return c, errors.Join(errs...)
 }
 
@@ -325,13 +362,21 @@ func (c *Config) checkPublicURL() error {
 }
 
 // checkQueue validates the queue selection and what it needs, and sets the
-// default adapter.
+// default adapter (checkStore first: it sets the store the default
+// follows).
 func (c *Config) checkQueue() error {
 	var errs []error
 	switch c.Queue {
 	case "":
 		c.Queue = QueueRedis
+		if c.Store == StorePostgres {
+			c.Queue = QueuePostgres
+		}
 	case QueueRedis:
+	case QueuePostgres:
+		if c.DatabaseURL == "" {
+			errs = append(errs, errors.New("MCPTASKS_QUEUE=postgres needs DATABASE_URL"))
+		}
 	case QueueSQS:
 		if c.SQS.QueueURL == "" {
 			errs = append(errs, errors.New("MCPTASKS_QUEUE=sqs needs MCPTASKS_SQS_QUEUE_URL"))
@@ -348,12 +393,56 @@ func (c *Config) checkQueue() error {
 			errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=qstash needs MCPTASKS_QSTASH_WORKER_URL, the absolute public URL of the worker endpoint (got %q)", c.QStash.WorkerURL))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%q: want redis, sqs or qstash", c.Queue))
+		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%q: want redis, postgres, sqs or qstash", c.Queue))
 	}
-	if c.Queue != QueueRedis && c.RedisURL == "" {
-		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL: the embedded Redis lives inside one process, and serverless functions are many", c.Queue))
+	if (c.Queue == QueueSQS || c.Queue == QueueQStash) && !c.SharedStore() {
+		errs = append(errs, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL or DATABASE_URL: the embedded Redis lives inside one process, and serverless functions are many", c.Queue))
 	}
 	return errors.Join(errs...)
+}
+
+// checkStore validates the store selection and what it needs, and sets
+// the default store.
+func (c *Config) checkStore() error {
+	var errs []error
+	switch c.Store {
+	case "":
+		c.Store = DefaultStore(c.RedisURL, c.DatabaseURL)
+	case StoreRedis:
+	case StorePostgres:
+		if c.DatabaseURL == "" {
+			errs = append(errs, errors.New("MCPTASKS_STORE=postgres needs DATABASE_URL"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("MCPTASKS_STORE=%q: want redis or postgres", c.Store))
+	}
+	if c.PGSchema != "" {
+		if err := pgstore.CheckSchema(c.PGSchema); err != nil {
+			errs = append(errs, fmt.Errorf("MCPTASKS_PG_SCHEMA: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultStore is the store of a deployment that sets no MCPTASKS_STORE:
+// postgres when it has a DATABASE_URL and no REDIS_URL, else redis.
+func DefaultStore(redisURL, databaseURL string) string {
+	if databaseURL != "" && redisURL == "" {
+		return StorePostgres
+	}
+	return StoreRedis
+}
+
+// SharedStore reports whether the configured store is shared between
+// processes: Redis at REDIS_URL, or PostgreSQL (an embedded Redis lives
+// inside one process).
+func (c *Config) SharedStore() bool {
+	return c.Store == StorePostgres || c.RedisURL != ""
+}
+
+// NeedsRedis reports whether the store or the queue is on Redis.
+func (c *Config) NeedsRedis() bool {
+	return c.Store != StorePostgres || c.Queue == QueueRedis
 }
 
 // Bundle is a wired deployment.
@@ -371,6 +460,13 @@ type Bundle struct {
 	// push queue (SQS, QStash), whose platform invokes the worker.
 	consumer *redisqueue.Queue
 	client   rueidis.Client
+	// pool, pgStore and pgConsumer are the Postgres pool, store and
+	// queue, when configured; pgListen configures the direct connections
+	// that LISTEN.
+	pool       *pgxpool.Pool
+	pgStore    *pgstore.Store
+	pgConsumer *pgqueue.Queue
+	pgListen   *pgx.ConnConfig
 	// prefix is the key prefix (Config.KeyPrefix or its default).
 	prefix string
 	log    *slog.Logger
@@ -585,55 +681,35 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	for _, f := range opts {
 		f(&o)
 	}
+	if cfg.Store == "" {
+		cfg.Store = StoreRedis
+	}
 	if cfg.Queue == "" {
 		cfg.Queue = QueueRedis
+		if cfg.Store == StorePostgres {
+			cfg.Queue = QueuePostgres
+		}
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bundle{Config: cfg, App: app, log: log, stop: stop}
-	var opt rueidis.ClientOption
-	if cfg.RedisURL == "" {
-		if cfg.Queue != QueueRedis {
-			b.Close()
-			return nil, fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL", cfg.Queue)
-		}
-		if o.embedded == nil {
-			b.Close()
-			return nil, errors.New("REDIS_URL is not set: serverless functions need a shared Redis (the embedded one is for the local server only)")
-		}
-		m, err := o.embedded() // keys expire on the wall clock, like a real server
-		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
-		}
-		b.embedded = m
-		opt = clientDefaults(rueidis.ClientOption{InitAddress: []string{m.Addr()}, ForceSingleClient: true})
-		log.Info("no REDIS_URL set: using an embedded in-process Redis; tasks do not survive a restart")
-	} else {
-		var err error
-		if opt, err = redisOptions(cfg.RedisURL); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
-	for _, f := range o.redis {
-		f(&opt)
-	}
-	opt.DisableCache = true
-	client, err := rueidis.NewClient(opt)
-	if err != nil {
-		b.Close()
-		return nil, fmt.Errorf("connecting to Redis: %w", err)
-	}
-	b.client = client
-	if cfg.RedisWait > 0 && b.embedded != nil {
-		b.Close()
-		return nil, errors.New("MCPTASKS_REDIS_WAIT needs REDIS_URL: the embedded Redis has no replicas to wait for")
-	}
 	prefix := cfg.KeyPrefix
 	if prefix == "" {
 		prefix = "mcptasks:"
 	}
 	b.prefix = prefix
+	if cfg.NeedsRedis() {
+		if err := b.connectRedis(o); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	if cfg.Store == StorePostgres || cfg.Queue == QueuePostgres {
+		if err := b.connectPostgres(ctx); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	var err error
 	tel := &tasks.Telemetry{}
 	if app.Telemetry != nil {
 		if tel, err = app.Telemetry(ctx); err != nil {
@@ -650,15 +726,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		b.Close()
 		return nil, err
 	}
-	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider,
-		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout}
-	if b.consumer != nil && client.Mode() == rueidis.ClientModeStandalone {
-		// The queue is in the same Redis: each transition enqueues in its
-		// own script, into the task's shard (a worker step saves a round
-		// trip).
-		sopts.Queue = b.consumer
+	store, err := b.newStore(ctx, prefix, tel)
+	if err != nil {
+		b.Close()
+		return nil, err
 	}
-	store := redisstore.New(client, sopts)
 	var so mcp.ServerOptions
 	if app.ServerOptions != nil {
 		so = *app.ServerOptions
@@ -668,7 +740,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		so.Logger = slog.New(sdkLog{log.Handler(), slog.LevelWarn})
 	}
 	// Authentication puts the principal in the context; the endpoint runs it
-	// before the tasks layer (see package endpoint for the order).
+	// before the tasks layer (see tasks.NewHandler for the order).
 	var authenticate func(http.Handler) http.Handler
 	extra := map[string]http.Handler{}
 	if cfg.AuthEnabled {
@@ -713,7 +785,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	if app.Register != nil {
 		app.Register(b.Tasks)
 	}
-	b.Handler = endpoint.ForTasks(b.Tasks, &endpoint.Options{
+	b.Handler = tasks.NewHandler(b.Tasks, &tasks.HandlerOptions{
 		Logger:                 log,
 		AllowedOrigins:         cfg.AllowedOrigins,
 		Authenticate:           authenticate,
@@ -725,9 +797,69 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 	return b, nil
 }
 
+// connectRedis connects to REDIS_URL, or starts the embedded Redis when
+// there is none and the binary links one (WithEmbeddedRedis).
+func (b *Bundle) connectRedis(o options) error {
+	cfg := b.Config
+	var opt rueidis.ClientOption
+	if cfg.RedisURL == "" {
+		if cfg.Queue == QueueSQS || cfg.Queue == QueueQStash {
+			return fmt.Errorf("MCPTASKS_QUEUE=%s needs REDIS_URL or DATABASE_URL", cfg.Queue)
+		}
+		if o.embedded == nil {
+			return errors.New("REDIS_URL is not set: serverless functions need a shared Redis, or DATABASE_URL for the Postgres store (the embedded Redis is for the local server only)")
+		}
+		m, err := o.embedded() // keys expire on the wall clock, like a real server
+		if err != nil {
+			return fmt.Errorf("starting the embedded Redis: %w", err)
+		}
+		b.embedded = m
+		opt = clientDefaults(rueidis.ClientOption{InitAddress: []string{m.Addr()}, ForceSingleClient: true})
+		b.log.Info("no REDIS_URL set: using an embedded in-process Redis; tasks do not survive a restart")
+	} else {
+		var err error
+		if opt, err = redisOptions(cfg.RedisURL); err != nil {
+			return err
+		}
+	}
+	for _, f := range o.redis {
+		f(&opt)
+	}
+	opt.DisableCache = true
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return fmt.Errorf("connecting to Redis: %w", err)
+	}
+	b.client = client
+	if cfg.RedisWait > 0 && b.embedded != nil {
+		return errors.New("MCPTASKS_REDIS_WAIT needs REDIS_URL: the embedded Redis has no replicas to wait for")
+	}
+	return nil
+}
+
+// newStore builds the task store Config.Store selects.
+func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemetry) (tasks.Store, error) {
+	cfg := b.Config
+	if cfg.Store == StorePostgres {
+		return b.newPostgresStore(ctx, tel)
+	}
+	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider,
+		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout}
+	if b.consumer != nil && b.client.Mode() == rueidis.ClientModeStandalone {
+		// The queue is in the same Redis: each transition enqueues in its
+		// own script, into the task's shard (a worker step saves a round
+		// trip).
+		sopts.Queue = b.consumer
+	}
+	return redisstore.New(b.client, sopts), nil
+}
+
 // newQueue builds the queue adapter Config.Queue selects.
 func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.Queue, error) {
 	cfg := b.Config
+	if cfg.Queue == QueuePostgres {
+		return b.newPostgresQueue(), nil
+	}
 	if cfg.Queue == QueueRedis {
 		b.consumer = redisqueue.New(b.client, &redisqueue.Options{
 			Prefix:     prefix,
@@ -794,28 +926,37 @@ func (b *Bundle) Sweep(ctx context.Context) (tasks.SweepResult, error) {
 // advancing one task per message. With a push queue (SQS, QStash) the
 // platform invokes the worker instead, and RunWorkers returns at once.
 func (b *Bundle) RunWorkers(ctx context.Context, n int) {
+	if b.pgConsumer != nil {
+		b.runPostgresWorkers(ctx, n)
+		return
+	}
 	if b.consumer == nil {
 		b.log.Info("no local workers: the queue pushes to the platform's worker function", "queue", b.Config.Queue)
 		return
 	}
-	b.consumer.Consume(ctx, n, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		res, err := b.Tasks.Advance(ctx, id)
-		if err != nil {
-			return redisqueue.Ack, err
-		}
-		b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
-		return redisqueue.SettleOf(res.Settled, res.Status.Terminal()), nil
-	})
+	b.consumer.Consume(ctx, n, b.advanceMessage)
+}
+
+// advanceMessage is the handler of the pull queues' consumers: it
+// advances the task and says what its write did with the message.
+func (b *Bundle) advanceMessage(ctx context.Context, id string) (queue.Settle, error) {
+	res, err := b.Tasks.Advance(ctx, id)
+	if err != nil {
+		return queue.Ack, err
+	}
+	b.log.Debug("advanced task", "task", id, "status", res.Status, "steps", res.Steps, "skipped", res.Reason)
+	return queue.SettleOf(res.Settled, res.Status.Terminal()), nil
 }
 
 // RunSweeper sweeps every interval until ctx ends, taking turns with the
 // sweepers of the deployment's other processes: at each tick a process
 // sweeps only if it takes the deployment's sweep lock (SET NX with an
-// expiry just under the interval), so the deployment sweeps about once
+// expiry just under the interval; on the Postgres store, a row of its
+// locks table), so the deployment sweeps about once
 // per interval however many worker processes it runs, at the cost of one
 // command per process and tick. The sweeper is the safety net behind the
 // queue (a worker that died, an enqueue that was lost): timers and
-// deadlines reach the Redis queue as delayed messages, so the interval
+// deadlines reach the Redis or Postgres queue as delayed messages, so the interval
 // only bounds how late such a failure is repaired, after the lease or the
 // enqueue grace has run out.
 func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
@@ -845,18 +986,24 @@ func (b *Bundle) RunSweeper(ctx context.Context, every time.Duration) {
 // this process sweeps now. A Redis error lets it sweep (a sweep is safe to
 // run concurrently; the lock only saves work).
 func (b *Bundle) sweepLock(every time.Duration) func(ctx context.Context) bool {
-	key := b.prefix + "{sweep}"
 	token := rand.Text()[:12]
 	// Just under the interval, so that the holder's next tick finds it
 	// free despite timer jitter.
 	hold := max(every-every/10, time.Millisecond)
+	take := func(ctx context.Context) (bool, error) {
+		err := b.client.Do(ctx, b.client.B().Set().Key(b.prefix+"{sweep}").Value(token).Nx().Px(hold).Build()).Error()
+		if rueidis.IsRedisNil(err) {
+			return false, nil // another process sweeps this turn
+		}
+		return err == nil, err
+	}
+	if b.pgStore != nil {
+		take = func(ctx context.Context) (bool, error) { return b.pgStore.TryLock(ctx, "sweep", token, hold) }
+	}
 	return func(ctx context.Context) bool {
-		err := b.client.Do(ctx, b.client.B().Set().Key(key).Value(token).Nx().Px(hold).Build()).Error()
-		switch {
-		case err == nil:
-			return true
-		case rueidis.IsRedisNil(err):
-			return false // another process sweeps this turn
+		ok, err := take(ctx)
+		if err == nil {
+			return ok
 		}
 		if ctx.Err() == nil {
 			b.log.Warn("taking the sweep lock failed; sweeping anyway", "err", err)
@@ -900,6 +1047,7 @@ func (b *Bundle) Close() {
 	if b.client != nil {
 		b.client.Close()
 	}
+	b.closePostgres()
 	if b.embedded != nil {
 		b.embedded.Close()
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/client"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/rueidis"
@@ -43,12 +42,7 @@ func TestFromEnvQueue(t *testing.T) {
 		}
 		return m
 	}
-	cases := []struct {
-		name    string
-		env     map[string]string
-		queue   string
-		wantErr string
-	}{
+	cases := []envCase{
 		{"default is redis, embedded allowed", map[string]string{}, QueueRedis, ""},
 		{"redis explicitly", map[string]string{"MCPTASKS_QUEUE": "Redis"}, QueueRedis, ""},
 		{"sqs", map[string]string{"REDIS_URL": "redis://h:6379", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q"}, QueueSQS, ""},
@@ -60,19 +54,12 @@ func TestFromEnvQueue(t *testing.T) {
 		{"qstash without worker URL", with(qstash, "MCPTASKS_QSTASH_WORKER_URL", ""), "", "MCPTASKS_QSTASH_WORKER_URL"},
 		{"qstash with a relative worker URL", with(qstash, "MCPTASKS_QSTASH_WORKER_URL", "/api/worker"), "", "MCPTASKS_QSTASH_WORKER_URL"},
 		{"qstash with bad retries", with(qstash, "MCPTASKS_QSTASH_RETRIES", "many"), "", "MCPTASKS_QSTASH_RETRIES"},
-		{"unknown", map[string]string{"MCPTASKS_QUEUE": "kafka"}, "", "want redis, sqs or qstash"},
+		{"unknown", map[string]string{"MCPTASKS_QUEUE": "kafka"}, "", "want redis, postgres, sqs or qstash"},
+		{"postgres by default with DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://h/db"}, QueuePostgres, ""},
+		{"postgres without DATABASE_URL", map[string]string{"MCPTASKS_QUEUE": "postgres"}, "", "needs DATABASE_URL"},
+		{"sqs on the Postgres store", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://q"}, QueueSQS, ""},
 	}
-	for _, c := range cases {
-		cfg, err := FromEnv(envOf(c.env))
-		switch {
-		case c.wantErr == "" && err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.wantErr)
-		case c.wantErr == "" && cfg.Queue != c.queue:
-			t.Errorf("%s: Queue = %q, want %q", c.name, cfg.Queue, c.queue)
-		}
-	}
+	checkEnv(t, cases, "Queue", func(c Config) string { return c.Queue })
 
 	cfg, err := FromEnv(envOf(map[string]string{"REDIS_URL": "redis://h:6379", "MCPTASKS_QUEUE": "sqs",
 		"MCPTASKS_SQS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/tasks.fifo"}))
@@ -82,6 +69,48 @@ func TestFromEnvQueue(t *testing.T) {
 	cfg, _ = FromEnv(envOf(with(with(qstash, "CRON_SECRET", "s3cret"), "QSTASH_NEXT_SIGNING_KEY", "next")))
 	if cfg.CronSecret != "s3cret" || cfg.QStash.NextSigningKey != "next" || cfg.QStash.Token != "tok" {
 		t.Errorf("qstash config = %+v, cron %q", cfg.QStash, cfg.CronSecret)
+	}
+}
+
+// MCPTASKS_STORE selects the store; without it DATABASE_URL selects
+// Postgres unless REDIS_URL is set (a deployment that has REDIS_URL keeps
+// its store whatever else it sets).
+func TestFromEnvStore(t *testing.T) {
+	t.Parallel()
+	cases := []envCase{
+		{"default is redis", map[string]string{}, StoreRedis, ""},
+		{"DATABASE_URL alone", map[string]string{"DATABASE_URL": "postgres://h/db"}, StorePostgres, ""},
+		{"REDIS_URL wins", map[string]string{"DATABASE_URL": "postgres://h/db", "REDIS_URL": "redis://h:6379"}, StoreRedis, ""},
+		{"explicitly postgres", map[string]string{"MCPTASKS_STORE": "Postgres", "DATABASE_URL": "postgres://h/db", "REDIS_URL": "redis://h:6379"}, StorePostgres, ""},
+		{"postgres without DATABASE_URL", map[string]string{"MCPTASKS_STORE": "postgres"}, "", "MCPTASKS_STORE=postgres needs DATABASE_URL"},
+		{"unknown", map[string]string{"MCPTASKS_STORE": "mongo"}, "", "want redis or postgres"},
+		{"bad schema", map[string]string{"DATABASE_URL": "postgres://h/db", "MCPTASKS_PG_SCHEMA": "My-Tasks"}, "", "MCPTASKS_PG_SCHEMA"},
+	}
+	checkEnv(t, cases, "Store", func(c Config) string { return c.Store })
+}
+
+// envCase is a configuration FromEnv reads: want is the value of the
+// field checked, wantErr what its error must mention ("" for none).
+type envCase struct {
+	name          string
+	env           map[string]string
+	want, wantErr string
+}
+
+// checkEnv runs FromEnv on each case and checks its error, or the field
+// name that get reads.
+func checkEnv(t *testing.T, cases []envCase, name string, get func(Config) string) {
+	t.Helper()
+	for _, c := range cases {
+		cfg, err := FromEnv(envOf(c.env))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.wantErr)
+		case c.wantErr == "" && get(cfg) != c.want:
+			t.Errorf("%s: %s = %q, want %q", c.name, name, get(cfg), c.want)
+		}
 	}
 }
 
@@ -217,8 +246,8 @@ func TestJobsSwitch(t *testing.T) {
 func TestStreamBoundsFromEnv(t *testing.T) {
 	t.Parallel()
 	cfg, err := FromEnv(envOf(nil))
-	if err != nil || cfg.MaxRequests != endpoint.DefaultMaxRequests || cfg.MaxStreams != endpoint.DefaultMaxStreams ||
-		cfg.MaxStreamsPerPrincipal != endpoint.DefaultMaxStreamsPerPrincipal {
+	if err != nil || cfg.MaxRequests != tasks.DefaultMaxRequests || cfg.MaxStreams != tasks.DefaultMaxStreams ||
+		cfg.MaxStreamsPerPrincipal != tasks.DefaultMaxStreamsPerPrincipal {
 		t.Fatalf("defaults: %d %d %d (%v)", cfg.MaxRequests, cfg.MaxStreams, cfg.MaxStreamsPerPrincipal, err)
 	}
 	cfg, err = FromEnv(envOf(map[string]string{"MCPTASKS_MAX_STREAMS": "10", "MCPTASKS_MAX_STREAMS_PER_PRINCIPAL": "2"}))
@@ -333,6 +362,49 @@ type bigArgs struct {
 	N   int    `json:"n"`
 }
 
+// registerBig registers the tool big: it makes n bytes in a step, sleeps
+// 50ms, and journals their length in a second step (which replays the
+// first's bytes from the journal), and answers the padding's length and
+// the bytes.
+func registerBig(s *tasks.Server) {
+	tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
+		func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
+			out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
+			if err != nil {
+				return nil, err
+			}
+			if err := st.Sleep("nap", 50*time.Millisecond); err != nil {
+				return nil, err
+			}
+			if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
+		})
+}
+
+// callBig calls big through a bundle's handler with workers running, and
+// checks its result.
+func callBig(ctx context.Context, t *testing.T, b *Bundle, pad, n int) {
+	t.Helper()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go b.RunWorkers(wctx, 2)
+	srv := httptest.NewServer(b.Handler)
+	defer srv.Close()
+	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", pad), N: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("result: %+v", res)
+	}
+	want := fmt.Sprintf("%d:%s", pad, strings.Repeat("y", n))
+	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
+	}
+}
+
 // Values larger than a connection's 64 KiB buffers (ForOneRequestAtATime,
 // as the Lambda functions build their bundles) go through a bundle on
 // redis-server whole: arguments of 300 kB stored with the task, a step's
@@ -345,24 +417,10 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	register := func(s *tasks.Server) {
-		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "echoes its padding's length and n bytes"}, tasks.Optional,
-			func(ctx context.Context, st *tasks.Step, a bigArgs) (*mcp.CallToolResult, error) {
-				out, err := tasks.Do(st, "make", func(context.Context) (string, error) { return strings.Repeat("y", a.N), nil })
-				if err != nil {
-					return nil, err
-				}
-				// A second step replays the first's 700 kB from the journal.
-				if _, err := tasks.Do(st, "after", func(context.Context) (int, error) { return len(out), nil }); err != nil {
-					return nil, err
-				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d:%s", len(a.Pad), out)}}}, nil
-			})
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var applied rueidis.ClientOption
-	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: register},
+	b, err := New(ctx, cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t", Register: registerBig},
 		WithRedisClientOptions(ForOneRequestAtATime),
 		WithRedisClientOptions(func(o *rueidis.ClientOption) { o.DisableCache = false; applied = *o }))
 	if err != nil {
@@ -382,20 +440,7 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 			t.Errorf("the bundle's connection tracks keys (client-side caching on): %s", info)
 		}
 	}
-	go b.RunWorkers(ctx, 1)
-	srv := httptest.NewServer(b.Handler)
-	defer srv.Close()
-	res, err := client.New(srv.URL+"/mcp").Call(ctx, "big", bigArgs{Pad: strings.Repeat("p", 300_000), N: 700_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.IsError || len(res.Content) != 1 {
-		t.Fatalf("result: %+v", res)
-	}
-	want := "300000:" + strings.Repeat("y", 700_000)
-	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
-		t.Errorf("result text: %d bytes, want %d (%q...)", len(got), len(want), got[:min(len(got), 20)])
-	}
+	callBig(ctx, t, b, 300_000, 700_000)
 }
 
 // MCPTASKS_PUBLIC_URL is an absolute http(s) URL, kept without a trailing

@@ -19,8 +19,9 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
-// world is the example tools on the embedded Redis, whose callback URLs a
-// test server serves; drain runs the queue's messages by hand.
+// world is the example tools on the embedded Redis, served by a test
+// server (their callback URLs too); drain runs the queue's messages by
+// hand.
 type world struct {
 	srv *tasks.Server
 	q   *redisqueue.Queue
@@ -28,15 +29,15 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	rc := testredis.Client(t, "embedded")
-	mux := http.NewServeMux()
-	callbacks := httptest.NewServer(mux)
+	var handler http.Handler // the server's, once it is built
+	callbacks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(callbacks.Close)
 	q := redisqueue.New(rc, nil)
 	srv := tasks.New(&mcp.Implementation{Name: "examples", Version: examples.Version}, nil,
 		redisstore.New(rc, &redisstore.Options{Queue: q}), q,
 		&tasks.Options{Anonymous: true, Logger: slog.New(slog.DiscardHandler), PublicURL: callbacks.URL})
 	examples.Register(srv)
-	mux.Handle(tasks.CallbackPath, srv.CallbackHandler())
+	handler = tasks.NewHandler(srv, nil)
 	return &world{srv: srv, q: q}
 }
 
@@ -65,11 +66,13 @@ func (w *world) drain(t *testing.T) {
 
 func (w *world) create(t *testing.T, tool, args string) string {
 	t.Helper()
-	res, err := w.srv.CreateTask(t.Context(), "anonymous", tool, json.RawMessage(args))
+	// The store dispatches: the creation enqueues the task.
+	task, err := w.srv.Store().Create(t.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "anonymous", Tool: tool,
+		Args: json.RawMessage(args), TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.(*tasks.CreateTaskResult).TaskID
+	return task.ID
 }
 
 func (w *world) result(t *testing.T, id string) string {

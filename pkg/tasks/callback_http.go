@@ -26,8 +26,8 @@ const CallbackPath = "/callbacks/"
 // signed callback request may lie (see [WebhookSecret]).
 const WebhookTolerance = 5 * time.Minute
 
-// CallbackHandler returns the handler of callback URLs, which the
-// endpoint serves at CallbackPath outside authentication: the URL is the
+// callbackHandler returns the handler of callback URLs, which NewHandler
+// serves at CallbackPath outside authentication: the URL is the
 // capability (a task id and 256 random bits, of which the store keeps only
 // a hash). It answers a POST:
 //
@@ -45,7 +45,7 @@ const WebhookTolerance = 5 * time.Minute
 //   - 503 with Retry-After when the store cannot be reached.
 //
 // Other methods get 405.
-func (s *Server) CallbackHandler() http.Handler { return http.HandlerFunc(s.serveCallback) }
+func (s *Server) callbackHandler() http.Handler { return http.HandlerFunc(s.serveCallback) }
 
 func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {

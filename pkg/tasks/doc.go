@@ -34,12 +34,12 @@
 // # The flow
 //
 // A tools/call of a task tool from a client that declares the extension on
-// the request gets a [CreateTaskResult] only after the task is durably
+// the request gets a createTaskResult only after the task is durably
 // created in the Store (tasks/get finds it at once); the task id is then
 // enqueued. A worker calls [Server.Advance] for each queue message: it
 // claims a lease with a fencing generation, replays, runs the next step,
 // journals it and re-enqueues, parks or finishes the task. tasks/get
-// returns a [DetailedTask]; tasks/update delivers input and resumes the
+// returns a detailedTask; tasks/update delivers input and resumes the
 // task; tasks/cancel cancels a parked task at once and signals a running
 // step through its context. [Server.Sweep] re-enqueues tasks whose worker
 // died or whose message was lost, and wakes due timers.

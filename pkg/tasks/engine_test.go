@@ -20,7 +20,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/testredis"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
@@ -85,13 +84,13 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	opts.Anonymous = true
 	h.srv = tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, h.store, h.q, &opts)
 	register(h.srv)
-	ts := httptest.NewServer(endpoint.ForTasks(h.srv, nil))
+	ts := httptest.NewServer(tasks.NewHandler(h.srv, nil))
 	t.Cleanup(ts.Close)
 	h.url = ts.URL
 	h.c = mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
 	// The same server without the lean tasks/* path: every request goes
 	// through the go-sdk.
-	sdk := httptest.NewServer(endpoint.ForTasks(h.srv, &endpoint.Options{DisableLeanPath: true}))
+	sdk := httptest.NewServer(tasks.NewHandler(h.srv, &tasks.HandlerOptions{DisableLeanPath: true}))
 	t.Cleanup(sdk.Close)
 	h.sdk = mcptest.NewClient(strings.TrimPrefix(sdk.URL, "http://"), true)
 	return h
@@ -546,7 +545,7 @@ func TestLongSleepIsChained(t *testing.T) {
 			wokeAfter.Store(int64(time.Since(start)))
 			return text("woke"), nil
 		})
-	ts := httptest.NewServer(endpoint.New(srv.MCP(), nil))
+	ts := httptest.NewServer(tasks.NewSDKHandler(srv.MCP(), nil))
 	defer ts.Close()
 	c := mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
 	ctx, cancel := context.WithCancel(context.Background())

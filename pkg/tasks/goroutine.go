@@ -1,17 +1,11 @@
 package tasks
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
 	"sync/atomic"
 )
-
-// ErrWrongGoroutine is returned (wrapped) by a Step method called from a
-// goroutine other than the handler's, or from inside a Do closure. The task
-// then fails: see [Step].
-var ErrWrongGoroutine = errors.New("tasks: Step methods must be called from the handler's goroutine")
 
 // misuse unwinds a handler whose run was broken by a Step method called off
 // its goroutine; the run fails with msg.

@@ -213,7 +213,7 @@ func (s *Server) callInline(ctx context.Context, req *mcp.CallToolRequest, t *to
 	// An inline run answers within the invocation's budget, like a worker
 	// step: what would outlast it continues as a job, or ends the call
 	// with an error, never a hang.
-	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())
+	rctx, cancel := context.WithTimeout(ctx, s.holdBudget())
 	defer cancel()
 	r, err := s.startSync(rctx, req, t, modeInline, owner, args)
 	if err != nil {

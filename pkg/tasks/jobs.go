@@ -210,7 +210,7 @@ func (s *Server) startJob(ctx context.Context, t *tool, owner string, args json.
 	if err != nil {
 		return nil, err
 	}
-	c, ok := res.(*CreateTaskResult)
+	c, ok := res.(*createTaskResult)
 	if !ok { // an argument error: a tool error already
 		r, _ := res.(*mcp.CallToolResult)
 		return r, nil
@@ -244,7 +244,7 @@ func relatedTask(id string) mcp.Meta {
 }
 
 // statusWait is how long a status call waits for news at most.
-func (s *Server) statusWait() time.Duration { return min(s.opts.Jobs.MaxWait, s.HoldBudget()) }
+func (s *Server) statusWait() time.Duration { return min(s.opts.Jobs.MaxWait, s.holdBudget()) }
 
 // jobState is the structuredContent of a job's handle and of the
 // companion tools' answers while it has not completed.
@@ -471,7 +471,7 @@ func (s *Server) jobAnswer(t *Task) *mcp.CallToolResult {
 			fmt.Fprintf(&b, " Call %s again in a moment.", o.StatusTool)
 		}
 	default:
-		advice := s.PollAdvice(t, s.now())
+		advice := s.pollAdvice(t, s.now())
 		st.PollIntervalMs = advice.Milliseconds()
 		fmt.Fprintf(&b, "Job %s (%s) is still working", id, t.Tool)
 		if t.StatusMessage != "" {
@@ -606,7 +606,7 @@ func (s *Server) answerTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return toolErrorResult(fmt.Errorf("job %s (%s, %s) has no open question %q (open: %s); call %s to see where it stands",
 			t.ID, t.Tool, t.Status, a.Key, keys, s.opts.Jobs.StatusTool)), nil
 	}
-	if _, err := s.UpdateTask(ctx, owner, a.TaskID, map[string]json.RawMessage{a.Key: raw}); err != nil {
+	if _, err := s.updateTask(ctx, owner, a.TaskID, map[string]json.RawMessage{a.Key: raw}); err != nil {
 		return jobError(err), nil
 	}
 	// The answer usually resumes the job: give the model its next state,
@@ -633,12 +633,12 @@ func (s *Server) cancelTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return bad, nil
 	}
 	owner := s.principal(ctx, req.GetExtra())
-	if _, err := s.CancelTask(ctx, owner, a.TaskID); err != nil {
+	if _, err := s.cancelTask(ctx, owner, a.TaskID); err != nil {
 		return jobError(err), nil
 	}
 	// A parked job is cancelled at once; a running step stops at its next
 	// chance: wait a little for it.
-	wctx, cancel := context.WithTimeout(ctx, min(LegacyCancelWait, s.HoldBudget()))
+	wctx, cancel := context.WithTimeout(ctx, min(legacyCancelWait, s.holdBudget()))
 	defer cancel()
 	t, err := s.watch(wctx, owner, a.TaskID, s.opts.Jobs.CancelTool, cancelPoll, nil)
 	if t == nil {

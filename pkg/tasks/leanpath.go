@@ -8,14 +8,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersion is the MCP revision the tasks extension is served on.
-const ProtocolVersion = "2026-07-28"
-
-// LeanPathDisabled returns why an endpoint must send every request for s
+// leanPathDisabled returns why an endpoint must send every request for s
 // through the go-sdk, or "" when it may answer tasks/* and task-creating
-// tools/call requests itself, on its lean path (package endpoint). The lean
+// tools/call requests itself, on its lean path (lean.go). The lean
 // path answers exactly what the go-sdk answers with its default
-// configuration, and calls the same operations ([Server.GetTask] and the
+// configuration, and calls the same operations (Server.getTask and the
 // rest); it is off wherever the go-sdk would answer differently:
 //
 //   - Options.DisableLeanPath is set;
@@ -29,7 +26,7 @@ const ProtocolVersion = "2026-07-28"
 // The endpoint asks once, when it is built: add tools and middleware
 // before that. (The endpoint also turns the lean path off when the go-sdk
 // in the build is not the version it was audited against.)
-func (s *Server) LeanPathDisabled() string {
+func (s *Server) leanPathDisabled() string {
 	switch {
 	case s.opts.DisableLeanPath:
 		return "Options.DisableLeanPath is set"

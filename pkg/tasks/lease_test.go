@@ -162,7 +162,7 @@ func TestDeadWorkerLosesItsLease(t *testing.T) {
 
 // pushQueue is a queue like SQS or QStash: every Enqueue is a message of
 // its own, delivered at its time on deliveries (no deduplication, no
-// Defer). It is not a tasks.Deferrer.
+// Defer). It is not a tasks.deferrer.
 type pushQueue struct {
 	deliveries chan string
 	mu         sync.Mutex
@@ -331,7 +331,7 @@ func TestLongStepKeepsItsLease(t *testing.T) {
 
 // A delivery that finds a task leased, on a store that does not dispatch,
 // brings the task back when the lease ends: always on a queue that keeps
-// one message per task (a Deferrer: the Redis queue on a Cluster), and on
+// one message per task (a deferrer: the Redis queue on a Cluster), and on
 // a push queue when the lease ends within a renewal interval (a visibility
 // timeout or a renewal's message come a little early); a lease further
 // off is left to its holder's renewals.
@@ -354,7 +354,7 @@ func TestLeasedDeliveryComesBackAtTheLeasesEnd(t *testing.T) {
 			t.Errorf("journal %+v: want the lost lease, then the step after %v", rec.Journal, leaseEnd)
 		}
 	}
-	t.Run("Deferrer", func(t *testing.T) {
+	t.Run("deferrer", func(t *testing.T) {
 		h := newHarness(t, "redis-server", opts, noop) // a store that does not dispatch
 		id := h.create(t, "noop", nil)
 		// A worker claims the task and dies at once (no renewal); its

@@ -25,28 +25,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// LegacyProtocolVersion is the protocol revision whose tasks utility the
-// legacy dialect speaks.
-const LegacyProtocolVersion = "2025-11-25"
-
-// RelatedTaskMetaKey is the _meta key that relates a 2025-11-25 message to
-// a task ({"taskId": id}).
-const RelatedTaskMetaKey = "io.modelcontextprotocol/related-task"
-
 // Methods of the 2025-11-25 tasks utility that the 2026-07-28 extension
 // does not have (tasks/get and tasks/cancel are shared names).
 const (
-	MethodResult = "tasks/result"
-	MethodList   = "tasks/list"
+	methodResult = "tasks/result"
+	methodList   = "tasks/list"
 )
-
-// CodeInvalidRequest is JSON-RPC's invalid request error: the legacy
-// dialect's answer to an inline call that needs input the client did not
-// declare it can give (elicitation).
-const CodeInvalidRequest = jsonrpc.CodeInvalidRequest
-
-// ListPageSize is how many tasks one tasks/list page holds at most.
-const ListPageSize = 50
 
 // Lister is implemented by a [Store] that can list a principal's tasks,
 // which the 2025-11-25 tasks/list needs. A server whose store is not a
@@ -62,11 +46,8 @@ type Lister interface {
 	List(ctx context.Context, owner, cursor string, limit int, now time.Time) (ts []*Task, next string, err error)
 }
 
-// ErrBadCursor means a tasks/list cursor was not one the store issued.
-var ErrBadCursor = errors.New("invalid tasks/list cursor")
-
-// LegacyTask is the Task object of the 2025-11-25 tasks utility.
-type LegacyTask struct {
+// legacyTask is the Task object of the 2025-11-25 tasks utility.
+type legacyTask struct {
 	TaskID        string `json:"taskId"`
 	Status        Status `json:"status"`
 	StatusMessage string `json:"statusMessage,omitempty"`
@@ -77,10 +58,10 @@ type LegacyTask struct {
 	PollInterval int64  `json:"pollInterval,omitempty"`
 }
 
-// NewLegacyTask returns the 2025-11-25 view of t.
-func NewLegacyTask(t *Task) LegacyTask {
+// newLegacyTask returns the 2025-11-25 view of t.
+func newLegacyTask(t *Task) legacyTask {
 	ttl := t.TTL.Milliseconds()
-	return LegacyTask{
+	return legacyTask{
 		TaskID:        t.ID,
 		Status:        t.Status,
 		StatusMessage: t.StatusMessage,
@@ -91,37 +72,37 @@ func NewLegacyTask(t *Task) LegacyTask {
 	}
 }
 
-// LegacyCreateTaskResult is the 2025-11-25 CreateTaskResult of a
+// legacyCreateTaskResult is the 2025-11-25 CreateTaskResult of a
 // task-augmented tools/call.
-type LegacyCreateTaskResult struct {
+type legacyCreateTaskResult struct {
 	mcp.ResultBase
-	Task LegacyTask `json:"task"`
+	Task legacyTask `json:"task"`
 }
 
-// LegacyTaskResult is the result of the 2025-11-25 tasks/get and
+// legacyTaskResult is the result of the 2025-11-25 tasks/get and
 // tasks/cancel: the task object itself.
-type LegacyTaskResult struct {
+type legacyTaskResult struct {
 	mcp.ResultBase
-	LegacyTask
+	legacyTask
 }
 
-// LegacyListTasksResult is the result of tasks/list.
-type LegacyListTasksResult struct {
+// legacyListTasksResult is the result of tasks/list.
+type legacyListTasksResult struct {
 	mcp.ResultBase
-	Tasks      []LegacyTask `json:"tasks"`
+	Tasks      []legacyTask `json:"tasks"`
 	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
-// LegacyCallResult is a CallToolResult as 2025-11-25 carries it: the
+// legacyCallResult is a CallToolResult as 2025-11-25 carries it: the
 // stored (or inline) result without resultType, content never null, with
 // its _meta.
-type LegacyCallResult struct {
+type legacyCallResult struct {
 	mcp.ResultBase
 	fields map[string]json.RawMessage
 }
 
 // MarshalJSON encodes the result's members and its _meta.
-func (r *LegacyCallResult) MarshalJSON() ([]byte, error) {
+func (r *legacyCallResult) MarshalJSON() ([]byte, error) {
 	m := make(map[string]any, len(r.fields)+1)
 	for k, v := range r.fields {
 		m[k] = v
@@ -133,7 +114,7 @@ func (r *LegacyCallResult) MarshalJSON() ([]byte, error) {
 }
 
 // newLegacyCallResult renders a CallToolResult, as JSON, for 2025-11-25.
-func newLegacyCallResult(raw json.RawMessage) (*LegacyCallResult, error) {
+func newLegacyCallResult(raw json.RawMessage) (*legacyCallResult, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "stored result is not an object"}
@@ -142,7 +123,7 @@ func newLegacyCallResult(raw json.RawMessage) (*LegacyCallResult, error) {
 	if c, ok := fields["content"]; !ok || string(c) == "null" {
 		fields["content"] = json.RawMessage("[]")
 	}
-	r := &LegacyCallResult{fields: fields}
+	r := &legacyCallResult{fields: fields}
 	if m, ok := fields["_meta"]; ok {
 		delete(fields, "_meta")
 		_ = json.Unmarshal(m, &r.Meta)
@@ -159,13 +140,13 @@ func (s *Server) legacyTTL(requested time.Duration) time.Duration {
 	return max(requested, time.Second)
 }
 
-// LegacyCreateTask answers a 2025-11-25 task-augmented tools/call of the
+// legacyCreateTask answers a 2025-11-25 task-augmented tools/call of the
 // task tool named tool (params.task given, with ttl the client's requested
 // lifetime, 0 for none) for owner: it creates the task durably, as
-// [Server.CreateTask] does, and returns its [*LegacyCreateTaskResult]. A
+// Server.createFor does, and returns its legacyCreateTaskResult. A
 // tool that is not a task tool answers -32601, as that revision asks. An
 // argument error is a tool error (a CallToolResult with isError).
-func (s *Server) LegacyCreateTask(ctx context.Context, owner, tool string, args json.RawMessage, ttl time.Duration) (mcp.Result, error) {
+func (s *Server) legacyCreateTask(ctx context.Context, owner, tool string, args json.RawMessage, ttl time.Duration) (mcp.Result, error) {
 	t := s.tools[tool]
 	if t == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tool " + tool + " does not run as a task"}
@@ -175,10 +156,10 @@ func (s *Server) LegacyCreateTask(ctx context.Context, owner, tool string, args 
 		return nil, err
 	}
 	switch v := res.(type) {
-	case *CreateTaskResult:
-		lt := LegacyTask{TaskID: v.TaskID, Status: v.Status, StatusMessage: v.StatusMessage, CreatedAt: v.CreatedAt,
+	case *createTaskResult:
+		lt := legacyTask{TaskID: v.TaskID, Status: v.Status, StatusMessage: v.StatusMessage, CreatedAt: v.CreatedAt,
 			LastUpdatedAt: v.LastUpdatedAt, TTL: v.TTLMs, PollInterval: v.PollIntervalMs}
-		return &LegacyCreateTaskResult{Task: lt}, nil
+		return &legacyCreateTaskResult{Task: lt}, nil
 	case *mcp.CallToolResult:
 		b, err := encodeResult(v)
 		if err != nil {
@@ -189,40 +170,40 @@ func (s *Server) LegacyCreateTask(ctx context.Context, owner, tool string, args 
 	return res, nil
 }
 
-// LegacyGetTask answers the 2025-11-25 tasks/get for owner: the task, or
+// legacyGetTask answers the 2025-11-25 tasks/get for owner: the task, or
 // -32602 for a task that does not exist or that owner does not own.
-func (s *Server) LegacyGetTask(ctx context.Context, owner, id string) (mcp.Result, error) {
-	t, err := s.lookup(ctx, owner, id, MethodGet)
+func (s *Server) legacyGetTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	t, err := s.lookup(ctx, owner, id, methodGet)
 	if err != nil {
 		return nil, err
 	}
-	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
+	return &legacyTaskResult{legacyTask: newLegacyTask(s.advised(t))}, nil
 }
 
 // LegacyCancelTask answers the 2025-11-25 tasks/cancel for owner: -32602
 // for a task that is already terminal (as that revision requires) or
-// unknown; else cancellation is requested as [Server.CancelTask] does it
+// unknown; else cancellation is requested as Server.cancelTask does it
 // and the task is answered as it stands afterwards. A parked or queued
 // task is cancelled at once. While a step of it runs, the answer waits
-// (at most [LegacyCancelWait], within the invocation's budget) for the
+// (at most legacyCancelWait, within the invocation's budget) for the
 // step to stop and the task to end, since that revision has the task
 // cancelled before the response: cancelled, or the outcome the step
 // reached first when it was the last; a step that outlasts the wait leaves
 // the task working with its cancellation requested.
-func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
-	t, err := s.lookup(ctx, owner, id, MethodCancel)
+func (s *Server) legacyCancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	t, err := s.lookup(ctx, owner, id, methodCancel)
 	if err != nil {
 		return nil, err
 	}
 	if t.Status.Terminal() {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("cannot cancel task: already in terminal status '%s'", t.Status)}
 	}
-	if _, err := s.CancelTask(ctx, owner, id); err != nil {
+	if _, err := s.cancelTask(ctx, owner, id); err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, min(LegacyCancelWait, s.HoldBudget()))
+	wctx, cancel := context.WithTimeout(ctx, min(legacyCancelWait, s.holdBudget()))
 	defer cancel()
-	t, err = s.watch(wctx, owner, id, MethodCancel, cancelPoll, nil)
+	t, err = s.watch(wctx, owner, id, methodCancel, cancelPoll, nil)
 	switch {
 	case err != nil && t == nil && wctx.Err() != nil:
 		return nil, storeUnavailable() // not one reading within the wait
@@ -232,21 +213,21 @@ func (s *Server) LegacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	if t.CancelRequested && !t.Status.Terminal() {
 		t.StatusMessage = "cancellation requested; the step in flight ends first"
 	}
-	return &LegacyTaskResult{LegacyTask: NewLegacyTask(s.advised(t))}, nil
+	return &legacyTaskResult{legacyTask: newLegacyTask(s.advised(t))}, nil
 }
 
-// ListEnabled reports whether the server offers the 2025-11-25 tasks/list:
+// listEnabled reports whether the server offers the 2025-11-25 tasks/list:
 // its store is a [Lister] and callers are identified (not
 // Options.Anonymous).
-func (s *Server) ListEnabled() bool {
+func (s *Server) listEnabled() bool {
 	_, ok := s.store.(Lister)
 	return ok && !s.opts.Anonymous
 }
 
-// LegacyListTasks answers tasks/list for owner: a page of owner's tasks,
+// legacyListTasks answers tasks/list for owner: a page of owner's tasks,
 // newest first, and the cursor of the next one. An invalid cursor answers
-// -32602; a server without [Server.ListEnabled] answers -32601.
-func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp.Result, error) {
+// -32602; a server without Server.listEnabled answers -32601.
+func (s *Server) legacyListTasks(ctx context.Context, owner, cursor string) (mcp.Result, error) {
 	l, ok := s.store.(Lister)
 	if !ok || s.opts.Anonymous {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/list is not offered by this server"}
@@ -268,16 +249,16 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 		s.log.Error("tasks/list failed", "err", err)
 		return nil, storeUnavailable()
 	}
-	res := &LegacyListTasksResult{Tasks: make([]LegacyTask, 0, len(p.ts)), NextCursor: p.next}
+	res := &legacyListTasksResult{Tasks: make([]legacyTask, 0, len(p.ts)), NextCursor: p.next}
 	for _, t := range p.ts {
-		res.Tasks = append(res.Tasks, NewLegacyTask(s.advised(t)))
+		res.Tasks = append(res.Tasks, newLegacyTask(s.advised(t)))
 	}
 	return res, nil
 }
 
-// LegacyCancelWait bounds how long a 2025-11-25 tasks/cancel waits for a
+// legacyCancelWait bounds how long a 2025-11-25 tasks/cancel waits for a
 // task whose step is in flight to end (see [Server.LegacyCancelTask]).
-const LegacyCancelWait = 5 * time.Second
+const legacyCancelWait = 5 * time.Second
 
 // watchPoll is how often WatchTask reads the task; cancelPoll how often
 // the legacy tasks/cancel does, waiting for a step that stops at its next
@@ -287,12 +268,12 @@ const (
 	cancelPoll = 20 * time.Millisecond
 )
 
-// WatchTask reads owner's task id until it is terminal, until each (called
+// watchTask reads owner's task id until it is terminal, until each (called
 // with every reading) returns true, or until ctx ends (its error then,
 // with the last reading). It answers -32602 for an unknown or foreign
 // task. The legacy tasks/result holds its request with it.
-func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
-	return s.watch(ctx, owner, id, MethodResult, watchPoll, each)
+func (s *Server) watchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
+	return s.watch(ctx, owner, id, methodResult, watchPoll, each)
 }
 
 // watch is WatchTask for the request method, reading every poll; a nil
@@ -326,16 +307,16 @@ func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.
 	}
 }
 
-// HoldBudget is how long a request may hold for a task (the legacy
+// holdBudget is how long a request may hold for a task (the legacy
 // tasks/result and inline calls that carry input rounds): the invocation's
 // budget, Options.MaxDuration less the SafetyMargin.
-func (s *Server) HoldBudget() time.Duration { return s.opts.MaxDuration - s.opts.SafetyMargin }
+func (s *Server) holdBudget() time.Duration { return s.opts.MaxDuration - s.opts.SafetyMargin }
 
-// LegacyOutcome renders what tasks/result answers for the terminal task t:
+// legacyOutcome renders what tasks/result answers for the terminal task t:
 // its CallToolResult (completed; with _meta[RelatedTaskMetaKey] when
 // related is set), its JSON-RPC error (failed), or a -32603 error
 // (cancelled).
-func LegacyOutcome(t *Task, related bool) (mcp.Result, error) {
+func legacyOutcome(t *Task, related bool) (mcp.Result, error) {
 	switch t.Status {
 	case StatusCompleted:
 		r, err := newLegacyCallResult(t.Result)
@@ -360,22 +341,22 @@ func LegacyOutcome(t *Task, related bool) (mcp.Result, error) {
 	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " has not ended"}
 }
 
-// InlineOutcome is what [Server.CallLegacyInline] gives back: a result or
+// inlineOutcome is what Server.callLegacyInline gives back: a result or
 // an error to answer with, or a task that now carries the call's input
-// rounds (TaskID set), which the transport holds with [Server.WatchTask].
-type InlineOutcome struct {
+// rounds (TaskID set), which the transport holds with Server.watchTask.
+type inlineOutcome struct {
 	Result mcp.Result
 	Err    error
 	TaskID string
 }
 
-// CallLegacyInline runs the task tool named tool inline for a client on
+// callLegacyInline runs the task tool named tool inline for a client on
 // an older revision (a tools/call without a task, for owner): within the
 // invocation's budget, sleeps really sleep. When the handler asks for
 // input and the client declared elicitation, the run so far becomes a
 // task (its steps journaled, nothing run twice) whose input requests the
 // transport sends as elicitation/create requests and whose answers,
-// delivered on any instance through [Server.UpdateTask], resume it. What
+// delivered on any instance through Server.updateTask, resume it. What
 // cannot finish within the call (a sleep past the budget, input without
 // elicitation, a [Background] tool) continues as a background
 // job (see jobs.go), whose handle is the call's result; where the
@@ -383,14 +364,14 @@ type InlineOutcome struct {
 // fails the call at once (-32603) and input without elicitation answers
 // -32600. A Required tool answers -32601, as 2025-11-25 asks of a tool
 // that must run as a task.
-func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args json.RawMessage, elicitation bool) InlineOutcome {
+func (s *Server) callLegacyInline(ctx context.Context, owner, tool string, args json.RawMessage, elicitation bool) inlineOutcome {
 	t := s.tools[tool]
 	if t == nil {
-		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task tool " + tool}}
+		return inlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unknown task tool " + tool}}
 	}
 	jobs := s.jobsFor(t)
 	if t.support == Required {
-		return InlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		return inlineOutcome{Err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: "tool " + tool + " runs only as a task: call it with params.task"}}
 	}
 	valid, bad := t.validateArgs(args)
@@ -400,7 +381,7 @@ func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args 
 	if jobs && t.background {
 		return legacyInlineResult(s.startJob(ctx, t, owner, valid, nil, nil, "it runs in the background", nil))
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.HoldBudget())
+	rctx, cancel := context.WithTimeout(ctx, s.holdBudget())
 	defer cancel()
 	r := &run{ctx: rctx, mode: modeInline, now: s.now, responses: map[string]json.RawMessage{}, maxValue: s.opts.MaxResultBytes,
 		log: s.log, tool: t.name, stepDefaults: t.stepDefaults, jobs: jobs, minStep: s.opts.MinStepTime,
@@ -417,62 +398,62 @@ func (s *Server) CallLegacyInline(ctx context.Context, owner, tool string, args 
 		return legacyInlineResult(s.startJob(ctx, t, owner, valid, r.journal, r.answered(), out.susp.why, nil))
 	case out.susp != nil && out.susp.kind == suspendInput:
 		if !elicitation {
-			return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
+			return inlineOutcome{Err: &jsonrpc.Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(
 				"tool %s asks the user for input through elicitation, which this client did not declare in initialize "+
 					"(capabilities.elicitation)", tool)}}
 		}
 		res, err := s.createWith(ctx, t, owner, valid, s.opts.TTL, r.journal, r.answered())
 		if err != nil {
-			return InlineOutcome{Err: err}
+			return inlineOutcome{Err: err}
 		}
-		c, ok := res.(*CreateTaskResult)
+		c, ok := res.(*createTaskResult)
 		if !ok {
-			return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: inline input round without a task"}}
+			return inlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: inline input round without a task"}}
 		}
 		s.log.Info("inline call continues as a task for its input rounds", "tool", tool, "task", c.TaskID)
-		return InlineOutcome{TaskID: c.TaskID}
+		return inlineOutcome{TaskID: c.TaskID}
 	case out.susp != nil:
-		return InlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of an inline run"}}
+		return inlineOutcome{Err: &jsonrpc.Error{Code: CodeInternalError, Message: "internal error: unexpected suspension of an inline run"}}
 	case out.failure != nil:
-		return InlineOutcome{Err: &jsonrpc.Error{Code: out.failure.Code, Message: out.failure.Message}}
+		return inlineOutcome{Err: &jsonrpc.Error{Code: out.failure.Code, Message: out.failure.Message}}
 	case out.err != nil:
-		return InlineOutcome{Err: asWireError(out.err)}
+		return inlineOutcome{Err: asWireError(out.err)}
 	}
 	return legacyInlineResult(out.result, nil)
 }
 
 // legacyInlineResult renders the outcome of an inline call for
 // 2025-11-25: res as a CallToolResult of that revision, or err.
-func legacyInlineResult(res *mcp.CallToolResult, err error) InlineOutcome {
+func legacyInlineResult(res *mcp.CallToolResult, err error) inlineOutcome {
 	if err != nil {
-		return InlineOutcome{Err: err}
+		return inlineOutcome{Err: err}
 	}
 	b, err := encodeResult(res)
 	if err != nil {
-		return InlineOutcome{Err: err}
+		return inlineOutcome{Err: err}
 	}
 	lr, err := newLegacyCallResult(b)
-	return InlineOutcome{Result: lr, Err: err}
+	return inlineOutcome{Result: lr, Err: err}
 }
 
-// RefuseHeld answers an inline call whose input rounds a task carries
+// refuseHeld answers an inline call whose input rounds a task carries
 // when the call cannot finish within its budget (why says what it waits
 // for). Under the async-jobs fallback the task goes on as a background
 // job, and its handle is the answer; else the task is cancelled (the
 // client will never read it), the refusal logged, and the error to answer
 // the call with returned.
-func (s *Server) RefuseHeld(ctx context.Context, owner string, t *Task, why string) (mcp.Result, error) {
+func (s *Server) refuseHeld(ctx context.Context, owner string, t *Task, why string) (mcp.Result, error) {
 	if tt := s.tools[t.Tool]; tt != nil && s.jobsFor(tt) {
 		return legacyHeldJob(s.jobAnswer(t))
 	}
-	if _, err := s.CancelTask(context.WithoutCancel(ctx), owner, t.ID); err != nil {
+	if _, err := s.cancelTask(context.WithoutCancel(ctx), owner, t.ID); err != nil {
 		s.log.Warn("cancelling a refused inline task failed", "task", t.ID, "err", err)
 	}
 	s.log.Warn("inline call refused: it cannot finish within the invocation's budget",
-		slog.String("tool", t.Tool), slog.String("task", t.ID), slog.String("reason", why), slog.Duration("budget", s.HoldBudget()))
+		slog.String("tool", t.Tool), slog.String("task", t.ID), slog.String("reason", why), slog.Duration("budget", s.holdBudget()))
 	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: fmt.Sprintf(
 		"tool %s cannot finish within this call's budget of %s (%s); call it as a task (params.task) instead",
-		t.Tool, s.HoldBudget().Round(time.Second), why)}
+		t.Tool, s.holdBudget().Round(time.Second), why)}
 }
 
 // legacyHeldJob renders a held call's job state (jobAnswer) as the

@@ -109,7 +109,7 @@ func (s *Server) legacyInitialize(ir *mcp.InitializeResult) mcp.Result {
 		return &out
 	}
 	tc := &legacyTasksCapability{Cancel: &struct{}{}}
-	if s.ListEnabled() {
+	if s.listEnabled() {
 		tc.List = &struct{}{}
 	}
 	return &legacyInitializeResult{InitializeResult: ir, Capabilities: legacyCapabilities{ServerCapabilities: caps, Tasks: tc}}
@@ -176,11 +176,11 @@ type legacySession struct {
 	Elicitation bool   `json:"e,omitempty"`
 }
 
-// LegacySessionID returns the Mcp-Session-Id to answer a pre-2026
+// legacySessionID returns the Mcp-Session-Id to answer a pre-2026
 // initialize with, given its params as JSON: sealed like requestState
 // (under Options.StateSecret, so any instance opens it), unique, and
 // carrying whether the client declared elicitation.
-func (s *Server) LegacySessionID(initializeParams json.RawMessage) (string, error) {
+func (s *Server) legacySessionID(initializeParams json.RawMessage) (string, error) {
 	b, err := json.Marshal(legacySession{Kind: "session", Elicitation: legacyElicitation(initializeParams)})
 	if err != nil {
 		return "", err
@@ -188,10 +188,10 @@ func (s *Server) LegacySessionID(initializeParams json.RawMessage) (string, erro
 	return s.seal(b)
 }
 
-// OpenLegacySession reads a session id from LegacySessionID: ok is false
+// openLegacySession reads a session id from LegacySessionID: ok is false
 // for one this server (or a server with the same StateSecret) did not
 // issue.
-func (s *Server) OpenLegacySession(id string) (elicitation, ok bool) {
+func (s *Server) openLegacySession(id string) (elicitation, ok bool) {
 	b, err := s.unseal(id)
 	if err != nil {
 		return false, false
@@ -203,19 +203,19 @@ func (s *Server) OpenLegacySession(id string) (elicitation, ok bool) {
 	return ls.Elicitation, true
 }
 
-// LegacyResume is what a held tasks/result needs to go on after its
+// legacyResume is what a held tasks/result needs to go on after its
 // stream closed at the end of an invocation's budget: the client resumes
 // it (GET with Last-Event-ID) on any instance.
-type LegacyResume struct {
+type legacyResume struct {
 	TaskID    string          `json:"t"`
 	RequestID json.RawMessage `json:"r"`
 }
 
-// LegacyResumeToken seals r as an SSE event id.
-func (s *Server) LegacyResumeToken(r LegacyResume) (string, error) {
+// legacyResumeToken seals r as an SSE event id.
+func (s *Server) legacyResumeToken(r legacyResume) (string, error) {
 	b, err := json.Marshal(struct {
 		Kind string `json:"k"`
-		LegacyResume
+		legacyResume
 	}{"resume", r})
 	if err != nil {
 		return "", err
@@ -223,18 +223,18 @@ func (s *Server) LegacyResumeToken(r LegacyResume) (string, error) {
 	return s.seal(b)
 }
 
-// OpenLegacyResume reads a token from LegacyResumeToken.
-func (s *Server) OpenLegacyResume(tok string) (LegacyResume, bool) {
+// openLegacyResume reads a token from LegacyResumeToken.
+func (s *Server) openLegacyResume(tok string) (legacyResume, bool) {
 	b, err := s.unseal(tok)
 	if err != nil {
-		return LegacyResume{}, false
+		return legacyResume{}, false
 	}
 	var v struct {
 		Kind string `json:"k"`
-		LegacyResume
+		legacyResume
 	}
 	if json.Unmarshal(b, &v) != nil || v.Kind != "resume" || !ValidID(v.TaskID) || len(v.RequestID) == 0 {
-		return LegacyResume{}, false
+		return legacyResume{}, false
 	}
-	return v.LegacyResume, true
+	return v.legacyResume, true
 }

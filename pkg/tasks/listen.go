@@ -10,25 +10,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// MaxListenTasks bounds the task ids of one subscriptions/listen.
-const MaxListenTasks = 100
+// maxListenTasks bounds the task ids of one subscriptions/listen.
+const maxListenTasks = 100
 
 // Methods and _meta keys of a subscriptions/listen stream (SEP-2575) that
 // carries task notifications (SEP-2663).
 const (
-	MethodListen          = "subscriptions/listen"
-	MethodAcknowledged    = "notifications/subscriptions/acknowledged"
-	MethodTaskStatus      = "notifications/tasks"
-	MetaKeySubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	methodListen          = "subscriptions/listen"
+	methodAcknowledged    = "notifications/subscriptions/acknowledged"
+	methodTaskStatus      = "notifications/tasks"
+	metaKeySubscriptionID = "io.modelcontextprotocol/subscriptionId"
 )
 
 // listenResync is how often a stream re-reads its live tasks whatever it
 // was told: announcements are at most once.
 const listenResync = 10 * time.Second
 
-// TaskListen is a subscriptions/listen for task ids, from [Server.Listen]:
+// taskListen is a subscriptions/listen for task ids, from Server.listen:
 // subscribed, with the first state of each accepted task read.
-type TaskListen struct {
+type taskListen struct {
 	s     *Server
 	owner string
 	// Accepted are the requested ids of tasks the caller owns, in request
@@ -47,17 +47,17 @@ type TaskListen struct {
 	wake    chan struct{}
 }
 
-// Listen opens a task subscription for owner, as subscriptions/listen with
+// listen opens a task subscription for owner, as subscriptions/listen with
 // params.notifications.taskIds asks (the capability gate comes first: see
-// [MissingCapabilityError]). It subscribes to the tasks' transitions, then
+// missingCapability). It subscribes to the tasks' transitions, then
 // reads each task: the ones owner owns are Accepted; an unknown id and a
 // task of someone else are left out alike. It answers -32602 for more than
-// MaxListenTasks ids, and -32603 when the store is unavailable or is not a
+// maxListenTasks ids, and -32603 when the store is unavailable or is not a
 // [Watcher], or when ctx ends before the subscription is confirmed and the
 // tasks read: pass the request's budget, so that a slow store cannot stretch
 // the stream past it. Run streams the tasks; Close ends the subscription.
-func (s *Server) Listen(ctx context.Context, owner string, ids []string) (*TaskListen, error) {
-	if len(ids) > MaxListenTasks {
+func (s *Server) listen(ctx context.Context, owner string, ids []string) (*taskListen, error) {
+	if len(ids) > maxListenTasks {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "subscriptions/listen: too many taskIds (at most 100)"}
 	}
 	w, ok := s.store.(Watcher)
@@ -72,7 +72,7 @@ func (s *Server) Listen(ctx context.Context, owner string, ids []string) (*TaskL
 			want = append(want, id)
 		}
 	}
-	l := &TaskListen{s: s, owner: owner, state: map[string]*Task{}, sent: map[string]string{},
+	l := &taskListen{s: s, owner: owner, state: map[string]*Task{}, sent: map[string]string{},
 		pending: map[string]bool{}, wake: make(chan struct{}, 1)}
 	if len(want) == 0 {
 		l.stop = func() {}
@@ -129,7 +129,7 @@ func (s *Server) read(ctx context.Context, owner, id string) (*Task, error) {
 }
 
 // announce is the Watch callback: it never blocks.
-func (l *TaskListen) announce(id string) {
+func (l *taskListen) announce(id string) {
 	l.mu.Lock()
 	l.pending[id] = true
 	l.mu.Unlock()
@@ -140,7 +140,7 @@ func (l *TaskListen) announce(id string) {
 }
 
 // Close ends the subscription. It is safe to call more than once.
-func (l *TaskListen) Close() { l.stop() }
+func (l *taskListen) Close() { l.stop() }
 
 // Run sends the state of each accepted task at once (send gets the
 // tasks/get view of it, with the server's poll advice), then each change
@@ -149,8 +149,8 @@ func (l *TaskListen) Close() { l.stop() }
 // subscription fails; it then returns nil, and the stream ends with the
 // listen result (a client re-listens for tasks still live). The stream's
 // length is the caller's: bound ctx by the platform's time limit
-// ([Server.ListenLimit]). It returns send's error if send fails.
-func (l *TaskListen) Run(ctx context.Context, send func(*DetailedTask) error) error {
+// (Server.listenLimit). It returns send's error if send fails.
+func (l *taskListen) Run(ctx context.Context, send func(*detailedTask) error) error {
 	defer l.Close()
 	for _, id := range l.Accepted {
 		if err := l.emit(id, send); err != nil {
@@ -211,8 +211,8 @@ func (l *TaskListen) Run(ctx context.Context, send func(*DetailedTask) error) er
 
 // emit sends the state of id unless what a client sees of it was sent
 // already.
-func (l *TaskListen) emit(id string, send func(*DetailedTask) error) error {
-	d := NewDetailedTask(l.s.advised(l.state[id]))
+func (l *taskListen) emit(id string, send func(*detailedTask) error) error {
+	d := newDetailedTask(l.s.advised(l.state[id]))
 	k := *d
 	k.PollIntervalMs, k.LastUpdatedAt = 0, ""
 	b, _ := json.Marshal(&k)
@@ -223,7 +223,7 @@ func (l *TaskListen) emit(id string, send func(*DetailedTask) error) error {
 	return send(d)
 }
 
-func (l *TaskListen) allTerminal() bool {
+func (l *taskListen) allTerminal() bool {
 	for _, id := range l.Accepted {
 		if !l.state[id].Status.Terminal() {
 			return false
@@ -232,9 +232,9 @@ func (l *TaskListen) allTerminal() bool {
 	return true
 }
 
-// ListenLimit is how long a task stream lasts at most: the platform's time
+// listenLimit is how long a task stream lasts at most: the platform's time
 // limit (Options.MaxDuration) less the safety margin, so that it ends with
 // its result rather than being cut.
-func (s *Server) ListenLimit() time.Duration {
+func (s *Server) listenLimit() time.Duration {
 	return s.opts.MaxDuration - s.opts.SafetyMargin
 }

@@ -15,37 +15,37 @@ import (
 // The task operations, transport-neutral. Both ways a request reaches the
 // server call them once the request is decoded and its capability gate has
 // passed (a client that does not declare the extension on the request gets
-// [MissingCapabilityError] first): the receiving middleware on the go-sdk
-// server, and the lean HTTP path of package endpoint. Each returns the
+// missingCapability first): the receiving middleware on the go-sdk
+// server, and the lean HTTP path of the handler (lean.go). Each returns the
 // result to send (with resultType, without _meta: the transport adds
 // serverInfo) or a JSON-RPC error (*jsonrpc.Error) carrying the code the
 // transport maps to its HTTP status. An id the server never issued (see
 // [ValidID]) is unknown without a store call, and every store call is
 // bounded by Options.StoreTimeout.
 
-// GetTask answers tasks/get for the principal owner: a [*DetailedTask]
+// getTask answers tasks/get for the principal owner: a detailedTask
 // with the task's result, error or input requests inline, or -32602 for a
 // task that does not exist or that owner does not own (the two are
 // indistinguishable).
-func (s *Server) GetTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, MethodGet, "", id)
+func (s *Server) getTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, methodGet, "", id)
 	defer func() { endSpan(span, err) }()
-	t, err := s.lookup(ctx, owner, id, MethodGet)
+	t, err := s.lookup(ctx, owner, id, methodGet)
 	if err != nil {
 		return nil, err
 	}
 	if span != nil {
 		span.SetAttributes(AttrTool.String(t.Tool), AttrTaskStatus.String(string(t.Status)))
 	}
-	return NewDetailedTask(s.advised(t)), nil
+	return newDetailedTask(s.advised(t)), nil
 }
 
-// CancelTask answers tasks/cancel for owner: an [*Ack] once cancellation is
+// cancelTask answers tasks/cancel for owner: an ack once cancellation is
 // requested (a parked task becomes cancelled at once, a running one at its
 // next step boundary; a terminal task stays as it is), or -32602 as for
-// GetTask.
-func (s *Server) CancelTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, MethodCancel, "", id)
+// getTask.
+func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, methodCancel, "", id)
 	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
@@ -79,17 +79,17 @@ func (s *Server) CancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 		s.storeFailed(ctx, "cancel")
 		return nil, storeUnavailable()
 	}
-	return &Ack{ResultType: "complete"}, nil
+	return &ack{ResultType: "complete"}, nil
 }
 
-// UpdateTask answers tasks/update for owner: it checks each response
+// updateTask answers tasks/update for owner: it checks each response
 // against the outstanding request it answers (see checkAnswer) and
 // delivers them (keys the task does not take an answer for are ignored),
-// enqueues the task when they resume it, and returns an [*Ack]; -32602
+// enqueues the task when they resume it, and returns an ack; -32602
 // for an invalid answer (nothing of the update is stored: the task waits
 // on, unchanged) and as for GetTask.
-func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, MethodUpdate, "", id)
+func (s *Server) updateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, methodUpdate, "", id)
 	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
 		return nil, errUnknownTask(id)
@@ -113,7 +113,7 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 		return nil, bad.rpc()
 	}
 	if len(responses) == 0 {
-		return &Ack{ResultType: "complete"}, nil // nothing outstanding answered: nothing to store
+		return &ack{ResultType: "complete"}, nil // nothing outstanding answered: nothing to store
 	}
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
@@ -139,18 +139,18 @@ func (s *Server) UpdateTask(ctx context.Context, owner, id string, responses map
 			s.log.Warn("enqueue after tasks/update failed; the sweeper will recover the task", "task", id, "err", err)
 		}
 	}
-	return &Ack{ResultType: "complete"}, nil
+	return &ack{ResultType: "complete"}, nil
 }
 
-// CreateTask answers a tools/call of the task tool named tool, from a
+// createFor answers a tools/call of the task tool named tool, from a
 // client that declared the extension, for owner: it validates args against
 // the tool's input schema (a failure is a tool error: a CallToolResult
 // with isError, resultType "complete"), persists the task durably (tasks/get
-// finds it from here on), enqueues it and returns its [*CreateTaskResult].
+// finds it from here on), enqueues it and returns its createTaskResult.
 // A tool registered with [GatherInputFirst] runs its input rounds over the
 // MCP request (MRTR) before the task exists, which only the go-sdk path
 // can do: CreateTask answers -32603 for it, as for an unknown tool.
-func (s *Server) CreateTask(ctx context.Context, owner, tool string, args json.RawMessage) (mcp.Result, error) {
+func (s *Server) createFor(ctx context.Context, owner, tool string, args json.RawMessage) (mcp.Result, error) {
 	t := s.tools[tool]
 	if t == nil || t.inputFirst {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "CreateTask: " + tool + " is not a task tool created without input rounds"}
@@ -159,22 +159,16 @@ func (s *Server) CreateTask(ctx context.Context, owner, tool string, args json.R
 	return middlewareCallResult(res), err
 }
 
-// Principal returns the verified principal behind a request ("" when there
+// principalOf returns the verified principal behind a request ("" when there
 // is none), as every task operation takes it: Options.Principal, or else
 // the UserID of extra.TokenInfo; under Options.Anonymous, a request without
 // one gets the shared anonymous principal.
-func (s *Server) Principal(ctx context.Context, extra *mcp.RequestExtra) string {
+func (s *Server) principalOf(ctx context.Context, extra *mcp.RequestExtra) string {
 	return s.principal(ctx, extra)
 }
 
-// MissingCapabilityError is the -32021 error of a tasks/* request, or a
-// tools/call of a Required task tool, whose _meta.clientCapabilities does
-// not declare the extension: its data names the capability
-// (requiredCapabilities.extensions[ExtensionID] = {}).
-func MissingCapabilityError() error { return missingCapability() }
-
-// ToolInfo describes a registered task tool.
-type ToolInfo struct {
+// toolInfo describes a registered task tool.
+type toolInfo struct {
 	// Support says whether the tool may or must run as a task.
 	Support Support
 	// GatherInputFirst: the tool was registered with [GatherInputFirst].
@@ -184,19 +178,19 @@ type ToolInfo struct {
 	ParamHeaders bool
 }
 
-// TaskTool describes the task tool registered under name; ok is false when
+// taskTool describes the task tool registered under name; ok is false when
 // there is none (an ordinary tool, or no tool).
-func (s *Server) TaskTool(name string) (info ToolInfo, ok bool) {
+func (s *Server) taskTool(name string) (info toolInfo, ok bool) {
 	t := s.tools[name]
 	if t == nil {
-		return ToolInfo{}, false
+		return toolInfo{}, false
 	}
-	return ToolInfo{Support: t.support, GatherInputFirst: t.inputFirst, ParamHeaders: t.paramHeaders()}, true
+	return toolInfo{Support: t.support, GatherInputFirst: t.inputFirst, ParamHeaders: t.paramHeaders()}, true
 }
 
-// Implementation returns the server's identity, which every result carries
+// implementation returns the server's identity, which every result carries
 // in _meta["io.modelcontextprotocol/serverInfo"].
-func (s *Server) Implementation() *mcp.Implementation { return s.impl }
+func (s *Server) implementation() *mcp.Implementation { return s.impl }
 
 // storeUnavailable is the answer to a request whose store work failed or
 // ran past Options.StoreTimeout. tasks/get, tasks/update and tasks/cancel

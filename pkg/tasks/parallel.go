@@ -590,7 +590,7 @@ func (s *Server) advanceBranch(ctx context.Context, id string, ref branchRef) (r
 	switch bc.State {
 	case BranchLeased:
 		res.Reason = "leased by another worker"
-		_, deferrer := s.queue.(Deferrer)
+		_, deferrer := s.queue.(deferrer)
 		if !s.dispatch && (deferrer || bc.Until.Sub(now) <= s.renewEvery()) {
 			return res, s.enqueue(ctx, id, bc.Until)
 		}

@@ -30,8 +30,8 @@ import "time"
 // computed from the task record that tasks/get reads anyway (status,
 // lastUpdatedAt, wake time): no extra store round trip.
 
-// PollAdvice returns the pollIntervalMs the server advises for t at now.
-func (s *Server) PollAdvice(t *Task, now time.Time) time.Duration {
+// pollAdvice returns the pollIntervalMs the server advises for t at now.
+func (s *Server) pollAdvice(t *Task, now time.Time) time.Duration {
 	return pollAdvice(t, now, s.opts.PollMin, s.opts.PollInterval, s.opts.PollMax)
 }
 
@@ -56,6 +56,6 @@ func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duratio
 // advised returns a copy of t whose PollInterval is the server's advice.
 func (s *Server) advised(t *Task) *Task {
 	c := *t
-	c.PollInterval = s.PollAdvice(t, s.now())
+	c.PollInterval = s.pollAdvice(t, s.now())
 	return &c
 }

@@ -15,6 +15,21 @@ import (
 // Delivery is at least once and messages carry no state, so a duplicated,
 // late or lost message is harmless: the worker re-reads the task from the
 // store, and the sweeper re-enqueues a task whose message was lost.
+//
+// A Queue that keeps one message per task and can move it later may also
+// have the method
+//
+//	Defer(ctx context.Context, taskID string, at time.Time) error
+//
+// (redisqueue.Queue has it), which makes taskID's message due at at, later
+// than it was if need be (Enqueue only ever brings a waiting message
+// forward), or adds one; it must be idempotent. While a worker renews a
+// task's lease (LeaseRenewer) on a store that does not dispatch
+// (Dispatcher), each renewal defers the task's message to the lease's new
+// end, so that if the worker dies the task is delivered again when its
+// lease runs out. A Queue without it gets a delayed message (Enqueue) at
+// each renewed lease's end instead: on SQS or QStash, a worker that dies
+// after renewing is replaced by its last renewal's message.
 type Queue interface {
 	// Enqueue asks for taskID to be delivered at or after notBefore (now if
 	// zero or past). On the Redis queue, enqueueing an id that is already
@@ -28,16 +43,7 @@ type Queue interface {
 	MaxDelay() time.Duration
 }
 
-// A Deferrer is a Queue that keeps one message per task and can move it
-// later: Defer makes taskID's message due at at, later than it was if need
-// be (Enqueue only ever brings a waiting message forward), or adds one. It
-// must be idempotent. While a worker renews a task's lease (LeaseRenewer)
-// on a store that does not dispatch (Dispatcher), each renewal defers the
-// task's message to the lease's new end, so that if the worker dies the
-// task is delivered again when its lease runs out. A Queue that is no
-// Deferrer gets a delayed message (Enqueue) at each renewed lease's end
-// instead: on SQS or QStash, a worker that dies after renewing is replaced
-// by its last renewal's message.
-type Deferrer interface {
+// deferrer is a Queue with the optional Defer method (see Queue).
+type deferrer interface {
 	Defer(ctx context.Context, taskID string, at time.Time) error
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/pkg/endpoint"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -19,7 +18,7 @@ func TestRoutingCheckDoesNotEchoOddIDs(t *testing.T) {
 	h := newHarness(t, "embedded", tasks.Options{}, registerJob)
 	var tk mcptest.Task
 	h.c.Call(t, "tools/call", map[string]any{"name": "job", "arguments": map[string]any{"end": "sleep"}}).Decode(t, &tk)
-	plainSrv := httptest.NewServer(endpoint.New(h.srv.MCP(), nil)) // the go-sdk alone
+	plainSrv := httptest.NewServer(tasks.NewSDKHandler(h.srv.MCP(), nil)) // the go-sdk alone
 	t.Cleanup(plainSrv.Close)
 	plain := plainSrv.URL + "/mcp"
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`

@@ -19,6 +19,25 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// Limits and defaults.
+const (
+	// MaxTTL caps a task's TTL.
+	MaxTTL = 7 * 24 * time.Hour
+	// DefaultLease is Options.Lease's default: a worker that dies mid-step
+	// is replaced 7 to 10 seconds later (the lease is renewed every 3.3 s).
+	DefaultLease = 10 * time.Second
+	// DefaultPath is the path the MCP endpoint is served on.
+	DefaultPath = "/mcp"
+	// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
+	DefaultMaxBodyBytes = 1 << 20
+	// Defaults of the bounds of [Options].
+	DefaultMaxRequests            = 256
+	DefaultMaxStreams             = 1024
+	DefaultMaxStreamsPerPrincipal = 32
+	// ListPageSize is how many tasks one tasks/list page holds at most.
+	ListPageSize = 50
+)
+
 // Support says whether a tool may, or must, run as a task.
 type Support int
 
@@ -42,7 +61,7 @@ type Options struct {
 	// PollInterval is the tasks/get interval advised while a task works
 	// (default 1s); PollMin and PollMax bound every advice (defaults 500ms,
 	// or PollInterval if smaller, and 60s, or PollInterval if larger). The
-	// advice is derived from the task: see [Server.PollAdvice].
+	// advice is derived from the task: see Server.pollAdvice.
 	PollInterval time.Duration
 	PollMin      time.Duration
 	PollMax      time.Duration
@@ -84,7 +103,7 @@ type Options struct {
 	// MaxResultBytes bounds a stored result and each journaled step result
 	// (default 1 MiB); a step whose result is larger fails without retries.
 	MaxResultBytes int
-	// Principal returns the verified identity behind a request ("" if
+	// principalOf returns the verified identity behind a request ("" if
 	// none). The default takes the go-sdk TokenInfo's UserID.
 	Principal func(ctx context.Context, extra *mcp.RequestExtra) string
 	// Anonymous lets requests without a principal use tasks, all under one
@@ -96,11 +115,11 @@ type Options struct {
 	// means a random per-process key (one-instance deployments only).
 	StateSecret []byte
 	// DisableLeanPath sends every request through the go-sdk: the endpoint
-	// (package endpoint) then never answers tasks/* and task-creating
+	// (NewHandler) then never answers tasks/* and task-creating
 	// tools/call requests on its lean path, at a cost in their throughput.
 	// The lean path also turns itself off, without this switch, wherever the
 	// go-sdk's configuration would answer differently: see
-	// [Server.LeanPathDisabled].
+	// Server.leanPathDisabled.
 	DisableLeanPath bool
 	// StateTTL bounds how long a requestState stays valid (default 10m).
 	StateTTL time.Duration
@@ -139,13 +158,6 @@ type Options struct {
 	// MCPTASKS_PUBLIC_URL.
 	PublicURL string
 }
-
-// DefaultLease is Options.Lease's default: a worker that dies mid-step
-// is replaced 7 to 10 seconds later (the lease is renewed every 3.3 s).
-const DefaultLease = 10 * time.Second
-
-// MaxTTL caps a task's TTL.
-const MaxTTL = 7 * 24 * time.Hour
 
 // anonymousPrincipal owns every task when Options.Anonymous is set.
 const anonymousPrincipal = "anonymous"
@@ -275,12 +287,12 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	s.mcp.AddReceivingMiddleware(s.middleware, s.legacyMiddleware)
 	s.chain, _ = chainOf(s.mcp)
 	s.sdkConfig = leanVersionConflict(so.SupportedProtocolVersions)
-	for _, m := range []string{MethodGet, MethodCancel} {
-		if err := mcp.AddReceivingCustomMethod(s.mcp, m, unreachable[*GetParams]); err != nil {
+	for _, m := range []string{methodGet, methodCancel} {
+		if err := mcp.AddReceivingCustomMethod(s.mcp, m, unreachable[*getParams]); err != nil {
 			panic(err) // only if the SDK gains these methods
 		}
 	}
-	if err := mcp.AddReceivingCustomMethod(s.mcp, MethodUpdate, unreachable[*UpdateParams]); err != nil {
+	if err := mcp.AddReceivingCustomMethod(s.mcp, methodUpdate, unreachable[*updateParams]); err != nil {
 		panic(err)
 	}
 	return s
@@ -301,7 +313,7 @@ func (s *Server) now() time.Time { return s.opts.Now() }
 // unreachable is the registered handler of the tasks methods; the receiving
 // middleware answers them before dispatch, so it only runs if the
 // middleware was bypassed.
-func unreachable[P any](context.Context, *mcp.ServerSession, P) (*Ack, error) {
+func unreachable[P any](context.Context, *mcp.ServerSession, P) (*ack, error) {
 	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "tasks method dispatched without the tasks middleware"}
 }
 
@@ -503,12 +515,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.callWithout(ctx, ctr, t)
 			}
 			if !t.inputFirst {
-				return s.CreateTask(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)
+				return s.createFor(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)
 			}
 			res, err := s.createTask(ctx, ctr, t)
 			return middlewareCallResult(res), err
-		case MethodGet, MethodCancel:
-			r, ok := req.(*mcp.ServerRequest[*GetParams])
+		case methodGet, methodCancel:
+			r, ok := req.(*mcp.ServerRequest[*getParams])
 			if !ok {
 				break
 			}
@@ -522,12 +534,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
 			}
 			owner := s.principal(ctx, r.GetExtra())
-			if method == MethodGet {
-				return s.GetTask(ctx, owner, r.Params.TaskID)
+			if method == methodGet {
+				return s.getTask(ctx, owner, r.Params.TaskID)
 			}
-			return s.CancelTask(ctx, owner, r.Params.TaskID)
-		case MethodUpdate:
-			r, ok := req.(*mcp.ServerRequest[*UpdateParams])
+			return s.cancelTask(ctx, owner, r.Params.TaskID)
+		case methodUpdate:
+			r, ok := req.(*mcp.ServerRequest[*updateParams])
 			if !ok {
 				break
 			}
@@ -537,7 +549,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r.Params.TaskID == "" {
 				return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "params.taskId is required"}
 			}
-			return s.UpdateTask(ctx, s.principal(ctx, r.GetExtra()), r.Params.TaskID, r.Params.InputResponses)
+			return s.updateTask(ctx, s.principal(ctx, r.GetExtra()), r.Params.TaskID, r.Params.InputResponses)
 		}
 		return next(ctx, method, req)
 	}
@@ -664,7 +676,7 @@ func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.R
 	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
 	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
 		TTL: ttl, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks,
-		Journal: journal, Responses: responses, Listed: s.ListEnabled()}
+		Journal: journal, Responses: responses, Listed: s.listEnabled()}
 	nt.Now = s.now()
 	if s.tel.tracer != nil { // ctx holds the tools/call span (create, createWith)
 		nt.TraceParent = traceParent(ctx)
@@ -686,12 +698,12 @@ func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.R
 		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(t.name)))
 	}
 	if s.dispatch {
-		return NewCreateTaskResult(task), nil // enqueued by the create itself
+		return newCreateTaskResult(task), nil // enqueued by the create itself
 	}
 	if err := s.enqueueNow(ctx, task.ID); err != nil {
 		s.log.Warn("enqueue after create failed; the sweeper will recover the task", "task", task.ID, "err", err)
 	}
-	return NewCreateTaskResult(s.advised(task)), nil
+	return newCreateTaskResult(s.advised(task)), nil
 }
 
 // usesParamHeaders reports whether a tool's input schema maps a property to

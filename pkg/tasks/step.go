@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -198,11 +197,6 @@ func (s *Step) SleepUntil(name string, t time.Time) error {
 	return s.r.sleep(name, func(time.Time) time.Time { return t })
 }
 
-// ErrWoken is returned by [Step.Sleep] and [Step.SleepUntil] when an answer
-// to an offer cut the sleep short. It is not a failure: a handler that
-// offers input usually goes on to [Step.CheckInput].
-var ErrWoken = errors.New("tasks: the sleep was cut short by an answer to an offer")
-
 // Offer puts up a standing input request under the input key name (unique
 // over the task's life, like Input's keys) and returns at once: the task
 // goes on working, and the handler asks with [Step.CheckInput], at the
@@ -227,12 +221,6 @@ func (s *Step) Offer(name string, req InputRequest) error {
 	}
 	return s.r.offer(name, b)
 }
-
-// MetaStanding is the params._meta key, set to true, that marks an entry
-// of inputRequests as a standing offer ([Step.Offer]): the task does not
-// wait for it, so a client may leave it unanswered and keep polling (the
-// tasks extension itself has no such notion).
-const MetaStanding = "dev.mcptasks/standing"
 
 // markStanding returns req with params._meta[MetaStanding] = true.
 func markStanding(req InputRequest) InputRequest {
@@ -321,9 +309,6 @@ func WaitAny() InputOption { return func(o *inputOptions) { o.any = true } }
 // Deadline gives up waiting after d: the step then returns ErrInputTimeout
 // with whatever was answered.
 func Deadline(d time.Duration) InputOption { return func(o *inputOptions) { o.deadline = d } }
-
-// ErrInputTimeout is returned by Input when its deadline passed first.
-var ErrInputTimeout = errors.New("input deadline passed before the requests were answered")
 
 // Input asks the client for input and waits: the task parks in
 // input_required with the requests as its inputRequests (keys must be unique

@@ -7,6 +7,39 @@ import (
 	"time"
 )
 
+// Errors. The first are those a [Store] returns; the rest, those a task
+// handler's Step calls return.
+var (
+	// Errors returned by a [Store].
+	// ErrNotFound means no task with that id is visible to the caller: it
+	// never existed, expired, or belongs to another principal. The three
+	// cases are deliberately indistinguishable.
+	ErrNotFound = errors.New("task not found")
+	// ErrFenced means a worker's write was rejected because another worker
+	// claimed the task since (its generation is stale) or the task reached a
+	// terminal state.
+	ErrFenced = errors.New("task write fenced: claim is stale or task is terminal")
+	// ErrLeased means another worker holds a live lease on the task.
+	ErrLeased = errors.New("task is leased by another worker")
+	// ErrExists means Create was given an id that is already in use.
+	ErrExists = errors.New("task id already exists")
+	// ErrTooManyTasks means Create refused a task because its owner has
+	// NewTask.MaxLive live tasks already; nothing was created.
+	ErrTooManyTasks = errors.New("too many live tasks for this principal")
+	// ErrBadCursor means a tasks/list cursor was not one the store issued.
+	ErrBadCursor = errors.New("invalid tasks/list cursor")
+	// ErrWoken is returned by [Step.Sleep] and [Step.SleepUntil] when an answer
+	// to an offer cut the sleep short. It is not a failure: a handler that
+	// offers input usually goes on to [Step.CheckInput].
+	ErrWoken = errors.New("tasks: the sleep was cut short by an answer to an offer")
+	// ErrInputTimeout is returned by Input when its deadline passed first.
+	ErrInputTimeout = errors.New("input deadline passed before the requests were answered")
+	// ErrWrongGoroutine is returned (wrapped) by a Step method called from a
+	// goroutine other than the handler's, or from inside a Do closure. The task
+	// then fails: see [Step].
+	ErrWrongGoroutine = errors.New("tasks: Step methods must be called from the handler's goroutine")
+)
+
 // Status is the lifecycle state of a task.
 type Status string
 
@@ -24,25 +57,6 @@ const (
 func (s Status) Terminal() bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
 }
-
-// Errors returned by a [Store].
-var (
-	// ErrNotFound means no task with that id is visible to the caller: it
-	// never existed, expired, or belongs to another principal. The three
-	// cases are deliberately indistinguishable.
-	ErrNotFound = errors.New("task not found")
-	// ErrFenced means a worker's write was rejected because another worker
-	// claimed the task since (its generation is stale) or the task reached a
-	// terminal state.
-	ErrFenced = errors.New("task write fenced: claim is stale or task is terminal")
-	// ErrLeased means another worker holds a live lease on the task.
-	ErrLeased = errors.New("task is leased by another worker")
-	// ErrExists means Create was given an id that is already in use.
-	ErrExists = errors.New("task id already exists")
-	// ErrTooManyTasks means Create refused a task because its owner has
-	// NewTask.MaxLive live tasks already; nothing was created.
-	ErrTooManyTasks = errors.New("too many live tasks for this principal")
-)
 
 // Task is the durable record of one task, in engine terms. The wire shapes
 // (CreateTaskResult, DetailedTask) are built from it.
@@ -433,7 +447,7 @@ type Dispatcher interface {
 // the Server then claims a task for Options.Lease only, and renews the
 // lease every third of it while a step runs and before each new step, so
 // that a worker that dies loses the task within Options.Lease, and the
-// task is delivered again then (see Dispatcher, and Deferrer for a store
+// task is delivered again then (see Dispatcher, and deferrer for a store
 // that does not dispatch). A Store that is not a LeaseRenewer gets claims
 // that last the whole invocation (Options.MaxDuration plus
 // Options.SafetyMargin), as it always has: a dead worker's task then waits

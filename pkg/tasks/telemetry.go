@@ -33,37 +33,6 @@ type Telemetry struct {
 	Shutdown func(context.Context) error
 }
 
-// ScopeName is the instrumentation scope of the engine's spans and
-// metrics.
-const ScopeName = "github.com/mcptasks/mcptasks/pkg/tasks"
-
-// Attribute keys of the engine's spans and metrics. Where the OpenTelemetry
-// semantic conventions name a thing (the MCP method, the tool, the error
-// type) their name is used; the rest are this project's own.
-const (
-	AttrMCPMethod   = attribute.Key("mcp.method.name")
-	AttrTool        = attribute.Key("gen_ai.tool.name")
-	AttrErrorType   = attribute.Key("error.type")
-	AttrTaskID      = attribute.Key("mcptasks.task.id")
-	AttrTaskStatus  = attribute.Key("mcptasks.task.status")
-	AttrStep        = attribute.Key("mcptasks.step.name")
-	AttrStepAttempt = attribute.Key("mcptasks.step.attempt")
-	// AttrStepOutcome is ok, error (failed for good) or retry.
-	AttrStepOutcome = attribute.Key("mcptasks.step.outcome")
-	AttrStoreOp     = attribute.Key("mcptasks.store.operation")
-)
-
-// Metric names. Units follow the semantic conventions (seconds, {task}).
-const (
-	MetricTasksCreated    = "mcptasks.tasks.created"
-	MetricTasksEnded      = "mcptasks.tasks.ended"
-	MetricStepDuration    = "mcptasks.step.duration"
-	MetricStepAttempts    = "mcptasks.step.attempts"
-	MetricQueueLag        = "mcptasks.queue.lag"
-	MetricSweepRecoveries = "mcptasks.sweep.recoveries"
-	MetricStoreErrors     = "mcptasks.store.errors"
-)
-
 // durationBounds are the histogram buckets of durations, in seconds: from
 // a millisecond to fifteen minutes (a Lambda's limit).
 var durationBounds = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900}
@@ -109,9 +78,9 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) telemetry {
 	return t
 }
 
-// Tracing reports whether the server makes spans (Options.TracerProvider
+// tracing reports whether the server makes spans (Options.TracerProvider
 // is set); the endpoint extracts an incoming traceparent only then.
-func (s *Server) Tracing() bool { return s.tel.tracer != nil }
+func (s *Server) tracing() bool { return s.tel.tracer != nil }
 
 // requestSpan starts the span of an MCP request (tools/call creating a
 // task, tasks/get, tasks/update, tasks/cancel), or returns nil when

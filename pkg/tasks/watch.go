@@ -5,7 +5,7 @@ import "context"
 // Watcher is implemented by a [Store] that announces its transitions to
 // every process (the Redis store does, through pub/sub). A server whose
 // store is a Watcher serves subscriptions/listen for task ids
-// ([Server.Listen]); without one it leaves task ids out of every
+// (Server.listen); without one it leaves task ids out of every
 // acknowledgement, and clients poll.
 type Watcher interface {
 	// Watch subscribes to the transitions of the tasks ids: fn is called

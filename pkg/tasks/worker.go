@@ -171,7 +171,7 @@ func (s *Server) renewEvery() time.Duration { return s.opts.Lease / 3 }
 // worker, on a store that does not dispatch (a dispatching store's claim
 // made the task's message due at the lease's end itself): the task is
 // delivered again when that lease ends, on a queue that keeps one message
-// per task (a Deferrer, whose message the holder moves along with its
+// per task (a deferrer, whose message the holder moves along with its
 // renewals), or on any queue when the lease ends within a renewal (the
 // holder's last renewal message may have come before it by clock skew, a
 // visibility timeout may have run out just before it). A lease further
@@ -189,7 +189,7 @@ func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
 	if !t.LeaseUntil.After(now) {
 		return nil // released meanwhile: its next turn is queued
 	}
-	if _, deferrer := w.s.queue.(Deferrer); !deferrer && t.LeaseUntil.Sub(now) > w.s.renewEvery() {
+	if _, deferrer := w.s.queue.(deferrer); !deferrer && t.LeaseUntil.Sub(now) > w.s.renewEvery() {
 		return nil
 	}
 	return w.s.enqueue(ctx, id, t.LeaseUntil)
@@ -202,7 +202,7 @@ func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
 // before the first renewal costs nothing more, not even a timer, and
 // renewals never run beside the run's own writes. On a store that does not
 // dispatch it also moves the task's message to the lease's new end (see
-// Deferrer), so that the task is delivered again when the lease runs out
+// deferrer), so that the task is delivered again when the lease runs out
 // if this process dies. A lost claim shows in the run's next write or
 // cancellation poll; a failed renewal is tried again at the next poll.
 func (w *worker) keepLease(r *run) {
@@ -230,7 +230,7 @@ func (w *worker) keepLease(r *run) {
 		return // the renewal moved the message itself
 	}
 	until := now.Add(s.opts.Lease)
-	if d, ok := s.queue.(Deferrer); ok {
+	if d, ok := s.queue.(deferrer); ok {
 		err = d.Defer(ctx, id, until)
 	} else {
 		err = s.enqueue(ctx, id, until)

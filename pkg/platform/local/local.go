@@ -1,7 +1,8 @@
 // Package local serves a [tasks.App] from a plain process: the MCP endpoint
-// on net/http, worker goroutines consuming the Redis queue, and the
-// sweeper, on a real Redis (REDIS_URL) or, by default, an embedded
-// in-process one, so that a newcomer needs nothing installed but Go.
+// on net/http, worker goroutines consuming the queue, and the sweeper, on
+// a real Redis (REDIS_URL), on PostgreSQL (DATABASE_URL) or, by default,
+// an embedded in-process Redis, so that a newcomer needs nothing installed
+// but Go.
 //
 // A user's cmd/NAME/main.go is one line:
 //
@@ -10,7 +11,7 @@
 // which gives the whole command line:
 //
 //	NAME [serve] [--addr 127.0.0.1:8080] [--no-worker]   MCP endpoint (+ workers + sweeper)
-//	NAME worker                                          workers + sweeper only (needs REDIS_URL)
+//	NAME worker                                          workers + sweeper only (needs REDIS_URL or DATABASE_URL)
 //	NAME token --sub alice [--scope s] [--ttl 1h]        mint a development HS256 token
 //	NAME help                                            usage
 //
@@ -186,7 +187,7 @@ func (p *Program) usage(w io.Writer) {
 	fmt.Fprintf(w, "%s serves MCP tools with durable tasks (io.modelcontextprotocol/tasks).\n\nUsage:\n  %s [command] [flags]\n\nCommands:\n", n, n)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  serve\tserve the MCP endpoint at http://ADDR/mcp with workers and the sweeper (the default command)\n")
-	fmt.Fprintf(tw, "  worker\trun workers and the sweeper only, for `serve --no-worker` processes (needs REDIS_URL)\n")
+	fmt.Fprintf(tw, "  worker\trun workers and the sweeper only, for `serve --no-worker` processes (needs REDIS_URL or DATABASE_URL)\n")
 	fmt.Fprintf(tw, "  token\tmint a development HS256 token from MCPTASKS_AUTH_HS256_SECRET, _ISSUER and _AUDIENCE\n")
 	for _, c := range p.Commands {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, c.Summary)
@@ -198,7 +199,7 @@ func (p *Program) usage(w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintf(w, "\nRun '%s token -h' for the flags of token. Configuration comes from environment\n"+
-		"variables (REDIS_URL, MCPTASKS_*); without REDIS_URL an embedded in-process Redis is used.\n", n)
+		"variables (REDIS_URL or DATABASE_URL, MCPTASKS_*); without either an embedded in-process Redis is used.\n", n)
 }
 
 // serveFlags returns the flag set of serve and worker.
@@ -210,7 +211,7 @@ func (p *Program) serveFlags(cmd string) (fs *flag.FlagSet, addr *string, noWork
 		def = DefaultAddr
 	}
 	addr = fs.String("addr", def, "listen address of the MCP endpoint (env MCPTASKS_ADDR)")
-	noWorker = fs.Bool("no-worker", false, "serve the MCP endpoint only; run the workers with the worker command (needs REDIS_URL)")
+	noWorker = fs.Bool("no-worker", false, "serve the MCP endpoint only; run the workers with the worker command (needs REDIS_URL or DATABASE_URL)")
 	app = new(string)
 	if len(p.Apps) > 1 {
 		fs.StringVar(app, "app", p.getenv("MCPTASKS_APP"), "which app to serve: "+bundle.AppNames(p.Apps)+" (env MCPTASKS_APP; default "+p.Apps[0].Implementation().Name+")")
@@ -241,12 +242,12 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return Usagef("--app: %v", err)
 	}
-	if cfg.Queue != bundle.QueueRedis {
-		return fmt.Errorf("MCPTASKS_QUEUE=%s: the local server consumes the Redis queue (sqs is served by pkg/platform/awslambda, qstash by pkg/platform/vercel)", cfg.Queue)
+	if cfg.Queue != bundle.QueueRedis && cfg.Queue != bundle.QueuePostgres {
+		return fmt.Errorf("MCPTASKS_QUEUE=%s: the local server consumes the Redis or Postgres queue (sqs is served by pkg/platform/awslambda, qstash by pkg/platform/vercel)", cfg.Queue)
 	}
 	serveHTTP, workers := cmd == "serve", cmd == "worker" || !*noWorker
-	if cfg.RedisURL == "" && (!serveHTTP || !workers) {
-		return errors.New("the worker command and serve --no-worker need REDIS_URL: the embedded Redis lives inside one process")
+	if !cfg.SharedStore() && (!serveHTTP || !workers) {
+		return errors.New("the worker command and serve --no-worker need REDIS_URL or DATABASE_URL: the embedded Redis lives inside one process")
 	}
 	log := slog.New(slog.NewTextHandler(p.stderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
 	// The address first: a server that cannot listen starts nothing.

@@ -104,7 +104,7 @@ func TestServeRefuses(t *testing.T) {
 		{map[string]string{"MCPTASKS_APP": "nope"}, []string{"serve"}, `unknown app "nope"`, 2},
 		{nil, []string{"serve", "--no-worker"}, "need REDIS_URL", 1},
 		{nil, []string{"worker"}, "need REDIS_URL", 1},
-		{map[string]string{"REDIS_URL": "redis://127.0.0.1:1", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://q"}, []string{"serve"}, "the local server consumes the Redis queue", 1},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:1", "MCPTASKS_QUEUE": "sqs", "MCPTASKS_SQS_QUEUE_URL": "https://q"}, []string{"serve"}, "the local server consumes the Redis or Postgres queue", 1},
 		{map[string]string{"MCPTASKS_LOG_LEVEL": "LOUD"}, []string{"serve"}, `MCPTASKS_LOG_LEVEL="LOUD"`, 1},
 	} {
 		p, _, _ := program(c.env, app, &tasks.App{Name: "two"})

@@ -67,7 +67,7 @@ type Options struct {
 
 // Queue is a [tasks.Queue] on Upstash QStash, which pushes each message to the
 // worker function over HTTPS, signed (see [Verifier]), and retries
-// it until the worker answers 2xx. It is no tasks.Deferrer (a published
+// it until the worker answers 2xx. It has no Defer method (see tasks.Queue; a published
 // message cannot be moved): a worker that renews its lease publishes a
 // delayed message due at each renewed lease's end (each has a
 // deduplication id of its own), and if it dies the last one hands the task

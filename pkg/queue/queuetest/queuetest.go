@@ -374,3 +374,57 @@ func testManyIDs(t *testing.T, h Harness) {
 	}
 	expectGone(t, h, ids...)
 }
+
+// Pull is the Harness of a pull queue, one that consumers receive from
+// (redisqueue, pgqueue): Next receives until a message is due, waiting as
+// long as Receive says between tries.
+type Pull[D any] struct {
+	// Q is the queue under test, and Visibility its visibility timeout.
+	Q          tasks.Queue
+	Visibility time.Duration
+	// Receive returns the next due message, or ok false and how long
+	// until one may be.
+	Receive func(ctx context.Context) (d D, ok bool, wait time.Duration, err error)
+	// ID is a delivery's task id; Ack and Retry answer it.
+	ID    func(D) string
+	Ack   func(ctx context.Context, d D) error
+	Retry func(ctx context.Context, d D, at time.Time) error
+}
+
+// Queue implements Harness.
+func (p Pull[D]) Queue() tasks.Queue { return p.Q }
+
+// Redelivery implements Harness.
+func (p Pull[D]) Redelivery() time.Duration { return p.Visibility }
+
+// Next implements Harness.
+func (p Pull[D]) Next(ctx context.Context) (Delivery, error) {
+	for {
+		d, ok, wait, err := p.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return pulled[D]{p, d}, nil
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// pulled is a delivery of a Pull harness.
+type pulled[D any] struct {
+	p Pull[D]
+	d D
+}
+
+func (d pulled[D]) TaskID() string                { return d.p.ID(d.d) }
+func (d pulled[D]) Ack(ctx context.Context) error { return d.p.Ack(ctx, d.d) }
+func (d pulled[D]) Retry(ctx context.Context, at time.Time) error {
+	return d.p.Retry(ctx, d.d, at)
+}

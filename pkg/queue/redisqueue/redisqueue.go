@@ -19,6 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
+	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 
 // Options configures a Redis queue. The zero value is a sane default.
@@ -325,7 +326,7 @@ func (q *Queue) Wake(ctx context.Context) error {
 	return nil
 }
 
-// Defer implements tasks.Deferrer: it makes taskID's message a receipt
+// Defer is the method of a queue that moves a task's message later (see tasks.Queue): it makes taskID's message a receipt
 // that runs out at at (see [LuaHold]), later or earlier than the message
 // was due, or adds one. A worker whose store does not dispatch defers its
 // task's message to the end of each renewed lease: the message then comes
@@ -442,37 +443,23 @@ func (q *Queue) Retry(ctx context.Context, d Delivery, at time.Time) error {
 }
 
 // Settle says what a handler's own write did with the message it was
-// given: a store that enqueues through this queue in its scripts (see
-// [LuaEnqueue]) makes a task's message due again, or removes it, in the
-// same write as the task's transition.
-type Settle int
+// given (see queue.Settle): a store that enqueues through this queue in
+// its scripts (see [LuaEnqueue]) makes a task's message due again, or
+// removes it, in the same write as the task's transition. After Removed,
+// if nothing else was due when the message was received, the consumer
+// goes idle at once (an enqueue by anyone else wakes it).
+type Settle = queue.Settle
 
+// The Settle values (see queue.Settle).
 const (
-	// Ack: the handler's write left the message alone; Consume
-	// acknowledges it.
-	Ack Settle = iota
-	// Requeued: the handler's write made the message due again; no
-	// acknowledgement is sent.
-	Requeued
-	// Removed: the handler's write removed the message; no
-	// acknowledgement is sent, and if nothing else was due when the
-	// message was received the consumer goes idle at once (an enqueue by
-	// anyone else wakes it).
-	Removed
+	Ack      = queue.Ack
+	Requeued = queue.Requeued
+	Removed  = queue.Removed
 )
 
 // SettleOf is the Settle of a handler whose write settled the message
 // (settled), and removed it if the task ended (ended).
-func SettleOf(settled, ended bool) Settle {
-	switch {
-	case !settled:
-		return Ack
-	case ended:
-		return Removed
-	}
-	return Requeued
-}
+func SettleOf(settled, ended bool) Settle { return queue.SettleOf(settled, ended) }
 
-// Handler processes one task id. A nil error settles the message as the
-// Settle says; an error makes it due again after a short backoff.
-type Handler func(ctx context.Context, taskID string) (Settle, error)
+// Handler processes one task id (see queue.Handler).
+type Handler = queue.Handler

@@ -18,7 +18,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
 // visibility is the short visibility timeout of the contract runs.
@@ -81,50 +80,17 @@ func TestRedisContract(t *testing.T) {
 					} else {
 						o.Prefix = uniquePrefix(t)
 					}
-					return harness{q: redisqueue.New(c, o), vis: visibility}
+					return harness(redisqueue.New(c, o), visibility)
 				})
 			})
 		}
 	}
 }
 
-// harness adapts the pull-style Redis queue to the contract.
-type harness struct {
-	q   *redisqueue.Queue
-	vis time.Duration
-}
-
-func (h harness) Queue() tasks.Queue        { return h.q }
-func (h harness) Redelivery() time.Duration { return h.vis }
-
-func (h harness) Next(ctx context.Context) (queuetest.Delivery, error) {
-	for {
-		d, ok, wait, err := h.q.Receive(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return delivery{q: h.q, d: d}, nil
-		}
-		t := time.NewTimer(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-type delivery struct {
-	q *redisqueue.Queue
-	d redisqueue.Delivery
-}
-
-func (d delivery) TaskID() string                { return d.d.TaskID }
-func (d delivery) Ack(ctx context.Context) error { return d.q.Ack(ctx, d.d) }
-func (d delivery) Retry(ctx context.Context, at time.Time) error {
-	return d.q.Retry(ctx, d.d, at)
+// harness adapts the pull-style queue q to the contract.
+func harness(q *redisqueue.Queue, vis time.Duration) queuetest.Harness {
+	return queuetest.Pull[redisqueue.Delivery]{Q: q, Visibility: vis, Receive: q.Receive, Ack: q.Ack, Retry: q.Retry,
+		ID: func(d redisqueue.Delivery) string { return d.TaskID }}
 }
 
 // backendCase is one test of a table run on every backend.

@@ -72,7 +72,7 @@ type Options struct {
 	// every retry backoff ends only when the sweeper next runs after it is
 	// due (up to the sweep schedule plus the enqueue grace late), and so
 	// does the repair of a worker that died mid-step (the message each
-	// lease renewal sends for the lease's end, see tasks.Deferrer, arrives
+	// lease renewal sends for the lease's end, see tasks.Queue on Defer, arrives
 	// at once and is dropped): prefer a standard queue. Standard queues get neither id: SQS rejects a
 	// deduplication id there, and duplicates are harmless.
 	FIFO bool
@@ -84,7 +84,7 @@ type Options struct {
 // Delivery, redelivery (visibility timeout) and the dead-letter queue are
 // SQS's; a standard queue may deliver a message more than once, and two
 // enqueues of one id are two messages, both harmless to the worker. It is
-// no tasks.Deferrer (SQS cannot move a message): a worker that renews its
+// no Defer method (SQS cannot move a message; see tasks.Queue): a worker that renews its
 // lease sends a delayed message due at each renewed lease's end, and if it
 // dies the last one hands the task to another worker when the lease runs
 // out (the queue's visibility timeout, which Lambda needs longer than the

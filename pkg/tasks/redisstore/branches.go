@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 )
 
@@ -365,40 +366,8 @@ func (s *Store) Stalled(ctx context.Context, taskID string, now time.Time) ([]st
 	return ids, true, nil
 }
 
-// ForkRecord is one parallel step of a task, for an operator
-// (Store.Inspect).
-type ForkRecord struct {
-	// Number is the task's n-th parallel step; Name its step name.
-	Number int
-	Name   string
-	// Branches and Concurrency are the step's; Dispatched how many
-	// branches were started so far, Finished how many finished.
-	Branches, Concurrency, Dispatched, Finished int
-	// Branch holds each branch, by index.
-	Branch []BranchRecord
-}
-
-// BranchRecord is one branch of a parallel step.
-type BranchRecord struct {
-	// State is "pending" (not started), "queued", "running", "retrying",
-	// "done" or "failed".
-	State string
-	// Attempts is how many times it was claimed; Lost how many of its
-	// leases ran out (its worker was lost).
-	Attempts, Lost int
-	// LeaseUntil is the end of a running branch's lease; RetryAt the time
-	// of a retrying one's next attempt; FinishedAt when it finished, its
-	// last attempt taking Took.
-	LeaseUntil, RetryAt, FinishedAt time.Time
-	Took                            time.Duration
-	// Value is a done branch's result; Err a failed one's final error,
-	// LastErr the error of its last retried attempt.
-	Value        json.RawMessage
-	Err, LastErr string
-}
-
 // forkRecord decodes the hash of the fork number for Inspect.
-func forkRecord(number int, h map[string]string, now time.Time) ForkRecord {
+func forkRecord(number int, h map[string]string, now time.Time) inspect.Fork {
 	atoi := func(k string) int { n, _ := strconv.Atoi(h[k]); return n }
 	msTime := func(k string) time.Time {
 		n, _ := strconv.ParseInt(h[k], 10, 64)
@@ -407,8 +376,8 @@ func forkRecord(number int, h map[string]string, now time.Time) ForkRecord {
 		}
 		return time.UnixMilli(n).UTC()
 	}
-	f := ForkRecord{Number: number, Name: h["name"], Branches: atoi("n"), Concurrency: atoi("c"), Dispatched: atoi("nx"), Finished: atoi("nd")}
-	f.Branch = make([]BranchRecord, f.Branches)
+	f := inspect.Fork{Number: number, Name: h["name"], Branches: atoi("n"), Concurrency: atoi("c"), Dispatched: atoi("nx"), Finished: atoi("nd")}
+	f.Branch = make([]inspect.Branch, f.Branches)
 	for i := range f.Branch {
 		k := strconv.Itoa(i)
 		b := &f.Branch[i]

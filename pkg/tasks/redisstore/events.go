@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
 // Events (tasks.EventStore). A task's events live in the hash
@@ -230,10 +231,10 @@ func (s *Store) Deliver(ctx context.Context, id string, d *tasks.Delivery) (bool
 }
 
 // eventsOf decodes a task's events hash for Inspect.
-func eventsOf(h map[string]string) (map[string]EventRecord, error) {
-	out := make(map[string]EventRecord, len(h))
+func eventsOf(h map[string]string) (map[string]inspect.Event, error) {
+	out := make(map[string]inspect.Event, len(h))
 	for name, v := range h {
-		var r EventRecord
+		var r inspect.Event
 		switch {
 		case strings.HasPrefix(v, "o"):
 			w, err := decodeWait(name, v)
@@ -259,20 +260,4 @@ func eventsOf(h map[string]string) (map[string]EventRecord, error) {
 		out[name] = r
 	}
 	return out, nil
-}
-
-// EventRecord is one event of a task, for an operator (Store.Inspect).
-type EventRecord struct {
-	// State is "open" (the task may still get it), "delivered" or
-	// "closed" (its wait ended first).
-	State string
-	// Kind is the event's kind ("join" for a parallel step's); unknown
-	// for a closed wait.
-	Kind tasks.EventKind
-	// Until is when an open wait ends; Signed, whether a callback checks
-	// a signature.
-	Until  time.Time
-	Signed bool
-	// Payload is a delivered event's payload.
-	Payload json.RawMessage
 }

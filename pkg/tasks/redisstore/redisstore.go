@@ -82,6 +82,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -991,27 +992,17 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		return tasks.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
-	op := "keep"
+	op := ch.Op()
 	var payload string
-	switch {
-	case ch.Complete != nil:
-		op, payload = "complete", string(ch.Complete)
-	case ch.Fail != nil:
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return fmt.Errorf("redisstore: encoding error: %w", err)
 		}
-		op, payload = "fail", string(b)
-	case ch.Cancel:
-		op = "cancel"
-	case ch.Park != nil:
-		op = "park"
-	case ch.Release && ch.Await != "":
-		op = "await"
-	case ch.Release && ch.Sleep:
-		op = "sleep"
-	case ch.Release:
-		op = "release"
+		payload = string(b)
 	}
 	hasMsg, msg := "0", ""
 	if ch.StatusMessage != nil {
@@ -1051,7 +1042,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		}
 	}
 	awaited, fork, forkKey := "", "", s.forkKey(id, 0)
-	if op == "await" {
+	if op == tasks.OpAwait {
 		awaited = ch.Await
 		if f := ch.Fork; f != nil {
 			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
@@ -1105,9 +1096,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		if !ch.WakeAt.IsZero() {
 			due = ch.WakeAt.Add(s.grace)
 		}
-	case op == "await" && ch.Fork != nil:
+	case op == tasks.OpAwait && ch.Fork != nil:
 		due = ch.Now.Add(s.grace) // the sweeper watches the branches
-	case op == "release", op == "sleep", op == "await":
+	case op == "release", op == "sleep", op == tasks.OpAwait:
 		due = ch.WakeAt.Add(s.grace)
 	}
 	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
@@ -1139,24 +1130,8 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	n, _ := arr[1].AsInt64()
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
-	c.Attempts = int(n)
-	c.Journal = append(c.Journal, ch.Append...)
-	c.Task.Status = tasks.Status(st)
-	c.Task.UpdatedAt = ch.Now
+	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
 	ended := c.Task.Status.Terminal()
-	switch explicit := op == "complete" || op == "fail" || op == "cancel" || !ended; {
-	case ch.StatusMessage != nil && explicit:
-		c.Task.StatusMessage = *ch.StatusMessage
-	case ended:
-		c.Task.StatusMessage = "" // see commitScript
-	}
-	if op != "keep" || c.Task.Status.Terminal() {
-		c.Task.LeaseUntil = time.Time{}
-		c.Task.WakeAt = ch.WakeAt
-		if woke == 1 || ended {
-			c.Task.WakeAt = time.Time{}
-		}
-	}
 	if s.Dispatches() {
 		return nil
 	}
@@ -1250,35 +1225,10 @@ func boolArg(b bool) string {
 	return "0"
 }
 
-// Record is everything the store holds of one task, for an operator with
-// access to Redis (mcptasks inspect). It is never served to clients: it
-// holds the principal's arguments, answers and results.
-type Record struct {
-	// Task is the task record, as Peek returns it.
-	Task *tasks.Task
-	// Journal is the task's journal, history entries (tasks.KindAttempt)
-	// included.
-	Journal []tasks.Entry
-	// Responses are the input responses received (key -> response).
-	Responses map[string]json.RawMessage
-	// AnsweredAt is when each answered input key was answered.
-	AnsweredAt map[string]time.Time
-	// Waiting holds the input requests a parked task waits for, Offers
-	// its outstanding offers (key -> request).
-	Waiting, Offers map[string]json.RawMessage
-	// CancelRequestedAt is when tasks/cancel first reached the live task
-	// (zero: never).
-	CancelRequestedAt time.Time
-	// Attempts is how many times the next unjournaled step was claimed.
-	Attempts int
-	// Claims is the fencing generation: how many times a worker took a
-	// lease on the task (zero once it ended: the store drops the count).
-	Claims int64
-	// Events are the task's callbacks, signals and joins, by name.
-	Events map[string]EventRecord
-	// Forks are its parallel steps, in order, with their branches.
-	Forks []ForkRecord
-}
+// Record is everything the store holds of one task (see package inspect).
+type Record = inspect.Record
+
+var _ inspect.Store = (*Store)(nil)
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
 // tasks.ErrNotFound. Its reads are one pipelined round trip, not one
