@@ -51,13 +51,13 @@ type harness struct {
 	// prefix is the harness's own key prefix (redisstore.Options.Prefix);
 	// url is the endpoint's base URL.
 	prefix, url string
-	srv    *tasks.Server
-	store  *redisstore.Store
-	q      *redisqueue.Queue
-	rc     *rtcount.Client
-	c      *mcptest.Client // through the lean tasks/* path
-	sdk    *mcptest.Client // through the go-sdk only
-	clock  *clock
+	srv         *tasks.Server
+	store       *redisstore.Store
+	q           *redisqueue.Queue
+	rc          *rtcount.Client
+	c           *mcptest.Client // through the lean tasks/* path
+	sdk         *mcptest.Client // through the go-sdk only
+	clock       *clock
 }
 
 func newHarness(t testing.TB, backend string, opts tasks.Options, register func(*tasks.Server)) *harness {
