@@ -333,3 +333,12 @@ func TestEventsUnsupported(t *testing.T) {
 		t.Fatalf("task on a plain store: %s %+v", tk.Status, tk.Error)
 	}
 }
+
+// SignWebhook signs as the Standard Webhooks specification's example does.
+func TestSignWebhookVector(t *testing.T) {
+	got := tasks.SignWebhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek",
+		time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
+		t.Errorf("SignWebhook = %s, want %s", got, want)
+	}
+}
