@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,6 +40,11 @@ type Transcoded struct {
 	Output string `json:"output" jsonschema:"where the transcoded video is"`
 }
 
+// EnvTranscodeSecret names the environment variable that holds the
+// Standard Webhooks signing secret of the transcoding service: when it is
+// set, transcode's callback URL takes only requests signed with it.
+const EnvTranscodeSecret = "TRANSCODE_WEBHOOK_SECRET"
+
 // transcode hands a video to a transcoding service with a callback URL and
 // waits for the service to call back: the task waits without any
 // invocation until the POST arrives (or the wait times out).
@@ -58,7 +65,11 @@ func transcode(log *slog.Logger) tasks.Handler[TranscodeArgs] {
 		if in.Service != "" && !loopback(in.Service) {
 			return nil, &jsonrpc.Error{Code: -32602, Message: "service must be an http URL on this machine (127.0.0.1, ::1 or localhost)"}
 		}
-		cb, err := tasks.Callback[Transcoded](st, "transcoded", tasks.Timeout(time.Duration(in.TimeoutSeconds)*time.Second))
+		opts := []tasks.DoOption{tasks.Timeout(time.Duration(in.TimeoutSeconds) * time.Second)}
+		if secret := os.Getenv(EnvTranscodeSecret); secret != "" {
+			opts = append(opts, tasks.WebhookSecret(secret)) // the service signs its calls
+		}
+		cb, err := tasks.Callback[Transcoded](st, "transcoded", opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +133,7 @@ func submit(ctx context.Context, service string, job Job) error {
 }
 
 // fakeTranscoder stands in for a transcoding service: after d it POSTs the
-// job's result to its callback URL. It lives in the worker's process (the
+// job's result to its callback URL, signed when EnvTranscodeSecret is set. It lives in the worker's process (the
 // local server); on a serverless platform it dies with the invocation.
 func fakeTranscoder(log *slog.Logger, job Job, d time.Duration) {
 	time.Sleep(d)
@@ -135,6 +146,12 @@ func fakeTranscoder(log *slog.Logger, job Job, d time.Duration) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if secret := os.Getenv(EnvTranscodeSecret); secret != "" {
+		now, id := time.Now(), tasks.NewID()
+		req.Header.Set("webhook-id", id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set("webhook-signature", tasks.SignWebhook(secret, id, now, b))
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		log.Warn("fake transcoder: calling back failed", "err", err)
