@@ -21,7 +21,7 @@ func BenchmarkParallelStep(b *testing.B) {
 	for _, mode := range []string{"sequential", "parallel"} {
 		b.Run(mode, func(b *testing.B) {
 			done := make(chan string, 1)
-			h := newHarness(b, "redis-server"+dispatching, tasks.Options{}, func(s *tasks.Server) {
+			h := newHarness(b, "redis-server"+dispatching, benchOptions(), func(s *tasks.Server) {
 				tasks.AddTool(s, &mcp.Tool{Name: "index"}, tasks.Optional, func(ctx context.Context, st *tasks.Step, _ struct{}) (*mcp.CallToolResult, error) {
 					docs := make([]int, branches)
 					work := func(ctx context.Context, i int) (int, error) {

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -281,4 +284,35 @@ func TestAllFallbacks(t *testing.T) {
 			t.Errorf("inline branches ran %d at once, want them concurrent", runs.maxAtOnce.Load())
 		}
 	})
+}
+
+// A traced parallel step: every branch's invocation joins the task's one
+// trace, with a step span named after the branch.
+func TestAllTraced(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	runs := &fanRuns{runs: map[string]int{}}
+	h := newHarness(t, "redis-server", tasks.Options{TracerProvider: tp}, fan(runs))
+	h.work(t, 3)
+	id := h.create(t, "fan", fanArgsOf(3, 1, 3))
+	if tk := h.wait(t, id); tk.Status != "completed" {
+		t.Fatalf("task ended %+v", tk)
+	}
+	var root trace.TraceID
+	traces := map[trace.TraceID]bool{}
+	steps := map[string]bool{}
+	for deadline := time.Now().Add(10 * time.Second); len(steps) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, s := range rec.Ended() {
+			switch {
+			case s.Name() == "tools/call fan":
+				root = s.SpanContext().TraceID()
+			case strings.HasPrefix(s.Name(), "step square["):
+				steps[s.Name()] = true
+				traces[s.SpanContext().TraceID()] = true
+			}
+		}
+	}
+	if len(steps) != 3 || len(traces) != 1 || !traces[root] {
+		t.Errorf("branch step spans %v in traces %v, want square[0..2] in the task's trace %v", steps, traces, root)
+	}
 }
