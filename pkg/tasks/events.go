@@ -109,8 +109,9 @@ type Delivery struct {
 	Now     time.Time
 }
 
-// MaxEvents bounds the events a task holds at once in an EventStore
-// (waits and payloads, signals sent before their wait included).
+// MaxEvents bounds the events a task holds when a signal comes before its
+// wait: an EventStore refuses such a signal (ErrEventClosed) once the task
+// holds this many events (waits and deliveries).
 const MaxEvents = 100
 
 // Errors of events.

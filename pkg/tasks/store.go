@@ -437,8 +437,12 @@ type Store interface {
 // out; and a Claim that finds a live lease makes the message due at that
 // lease's end. (Before the first renewal, the delivery that the claim
 // answers stays hidden for the queue's visibility timeout, which a
-// deployment sets to about the lease.) Explicit enqueues (a sleeping
-// task's chained delay, the sweeper) still go through the Queue.
+// deployment sets to about the lease.) The same holds for the events and
+// branches of an EventStore and a Brancher: a Deliver that resumes a task,
+// a Commit that starts a fork (its first branches), a CommitBranch (the
+// branch's retry, the next branch, the resumed task) and a RenewBranch
+// dispatch in their own writes. Explicit enqueues (a sleeping task's
+// chained delay, the sweeper) still go through the Queue.
 type Dispatcher interface {
 	Dispatches() bool
 }
