@@ -342,3 +342,16 @@ func TestSignWebhookVector(t *testing.T) {
 		t.Errorf("SignWebhook = %s, want %s", got, want)
 	}
 }
+
+// Without a public URL a worker cannot form a callback URL: Callback
+// returns ErrNoPublicURL, whose message names MCPTASKS_PUBLIC_URL.
+func TestCallbackNeedsPublicURL(t *testing.T) {
+	var urls sync.Map
+	h := newHarness(t, "embedded", tasks.Options{}, hooks(&urls))
+	h.work(t, 1)
+	id := h.create(t, "hook", map[string]any{"timeoutMs": 1000})
+	done := h.wait(t, id)
+	if done.Status != "failed" || !strings.Contains(string(done.Error), "MCPTASKS_PUBLIC_URL") {
+		t.Fatalf("task ended %s with %s, want failed naming MCPTASKS_PUBLIC_URL", done.Status, done.Error)
+	}
+}
