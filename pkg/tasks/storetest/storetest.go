@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"OfferEnds", testOfferEnds},
 		{"ClaimPastDeadlineIsWorking", testClaimPastDeadline},
 		{"List", testList},
+		{"ListAll", testListAll},
 		{"Outstanding", testOutstanding},
 	}
 	for _, c := range cases {
