@@ -26,5 +26,5 @@ import (
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect, cli.Tasks}}).Main()
 }

@@ -92,6 +92,16 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 // readRecord reads the task id with a Redis client of its own, within
 // ctx's deadline (the dial included).
 func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record, error) {
+	c, err := dialRedis(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
+}
+
+// dialRedis connects to the Redis at url within ctx's deadline.
+func dialRedis(ctx context.Context, url string) (rueidis.Client, error) {
 	opt, err := bundle.RedisOptions(url)
 	if err != nil {
 		return nil, err
@@ -108,13 +118,12 @@ func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record
 		c, err := rueidis.NewClient(opt)
 		ch <- dialed{c, err}
 	}()
-	var c rueidis.Client
 	select {
 	case d := <-ch:
 		if d.err != nil {
 			return nil, fmt.Errorf("connecting to Redis: %w", d.err)
 		}
-		c = d.c
+		return d.c, nil
 	case <-ctx.Done():
 		go func() {
 			if d := <-ch; d.c != nil {
@@ -123,8 +132,6 @@ func readRecord(ctx context.Context, url, prefix, id string) (*redisstore.Record
 		}()
 		return nil, fmt.Errorf("connecting to Redis: %w", ctx.Err())
 	}
-	defer c.Close()
-	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
 }
 
 // inspection is what inspect prints: the task's record and its timeline.
