@@ -19,6 +19,7 @@
 package main
 
 import (
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/dashboard"
 	"github.com/mcptasks/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/otelexport"
@@ -26,5 +27,5 @@ import (
 )
 
 func main() {
-	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, cli.Tools, cli.Inspect, cli.Tasks}}).Main()
+	(&local.Program{Name: "mcptasks", Apps: otelexport.Apps(apps.All()...), Commands: []local.Command{initCommand, cli.Call, cli.Task, dashboardCommand, cli.Tools, cli.Inspect, cli.Tasks}, Dashboard: dashboard.Start}).Main()
 }

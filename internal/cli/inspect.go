@@ -410,3 +410,22 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// Timeline is a task's record and history as inspect shows them: the
+// dashboard draws the same (cmd/mcptasks/internal/dashboard). Its JSON is
+// what inspect --json prints.
+type Timeline = inspection
+
+// TimelineEvent is one event of a [Timeline].
+type TimelineEvent = event
+
+// NewTimeline builds the record and timeline of rec, as inspect does.
+func NewTimeline(rec *redisstore.Record) *Timeline { return newInspection(rec) }
+
+// Describe names ev and describes it, as inspect prints it.
+func (in *inspection) Describe(ev event) (what, detail string) {
+	return strings.TrimSpace(in.what(ev)), in.detail(ev)
+}
+
+// Waiting says what a live task waits for now ("" for an ended one).
+func (in *inspection) Waiting() string { return in.waiting() }
