@@ -325,7 +325,7 @@ func (in *inspection) detail(ev event) string {
 	case "attempt_failed":
 		return fmt.Sprintf("attempt %d failed after %s: %s; retry at %s", ev.Attempt, took, ev.Error, ev.Until.Format(clockLayout))
 	case "sleep":
-		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At))
+		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At).Round(time.Millisecond))
 	case "woke":
 		return "cut short by an answer to an offer"
 	case "input":
