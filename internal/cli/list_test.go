@@ -78,6 +78,11 @@ func TestTasksCommand(t *testing.T) {
 	if out := r.out.String(); !strings.Contains(out, ids[2]) || strings.Contains(out, ids[1]) || !strings.Contains(out, "older tasks may be left") {
 		t.Errorf("tasks --since 15m --limit 1:\n%s", out)
 	}
+	// As the README shows it.
+	r = cmd("--status", "input_required", "--since", "2h")
+	if r.code != 0 || strings.TrimSpace(r.out.String()) != "no tasks" {
+		t.Errorf("tasks --status input_required --since 2h: exit %d, output %q", r.code, r.out.String())
+	}
 	if r = cmd("--status", "done"); r.code != 2 || !strings.Contains(r.err.Error(), `"done" is not a task status`) {
 		t.Errorf("tasks --status done: exit %d, %v", r.code, r.err)
 	}
