@@ -206,3 +206,28 @@ func ids(ts []*tasks.Task) []string {
 	}
 	return out
 }
+
+// BenchmarkCreateIndexed measures Create on a redis-server with the index
+// of all tasks and without it, interleaved: each iteration creates a task
+// in a store with the index, then one in a store without, and the two
+// are reported side by side (ns/create-indexed, ns/create-unindexed).
+func BenchmarkCreateIndexed(b *testing.B) {
+	rc := testredis.Client(b, "redis-server")
+	now := midHour()
+	stores := [2]*Store{New(rc, &Options{Prefix: uniquePrefix()}), New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})}
+	var spent [2]time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		for k, s := range stores {
+			start := time.Now()
+			if _, err := s.Create(b.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Microsecond)}); err != nil {
+				b.Fatal(err)
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(i), "ns/create-indexed")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(i), "ns/create-unindexed")
+}
