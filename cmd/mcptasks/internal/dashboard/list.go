@@ -92,7 +92,6 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, "until: "+err.Error())
 	}
 	p.Error = strings.Join(errs, "; ")
-	p.Query = r.URL.RawQuery
 
 	// The counts, over the tasks the other filters select.
 	all := *f
