@@ -109,7 +109,7 @@ func deploy(t *testing.T, token string) *deployment {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	b, err := bundle.New(ctx, cfg, log, testApp, bundle.WithEmbeddedRedis(func() (bundle.EmbeddedRedis, error) { return embedredis.Start() }))
 	if err != nil {
@@ -131,6 +131,9 @@ func deploy(t *testing.T, token string) *deployment {
 		cancel()
 		wg.Wait()
 		b.Close()
+		if t.Failed() {
+			t.Logf("the deployment's log:\n%s", logs.String())
+		}
 	})
 	return &deployment{b: b, url: "http://" + ln.Addr().String(), logs: logs}
 }

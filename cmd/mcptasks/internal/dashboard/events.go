@@ -19,7 +19,8 @@ const heartbeat = 15 * time.Second
 // have changed (the store's announcements, or on a store that makes none,
 // a poll of their state; a single task's page polls besides) and, with head=1, whenever a task newer than the
 // newest one at the start appears. The page then reloads what changed.
-// The stream ends after Options.StreamFor (the page reconnects).
+// The stream starts with a change (what moved before it subscribed is
+// seen) and ends after Options.StreamFor (the page reconnects).
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -60,7 +61,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 1000\n: ready\n\n")
+	// A first change at once: what moved between the page's rendering and
+	// this stream's subscription was announced to nobody, so the page
+	// looks again (it replaces only what differs).
+	fmt.Fprint(w, "retry: 1000\n: ready\n\nevent: change\ndata: \n\n")
 	flusher.Flush()
 
 	newest := h.newest(ctx)
