@@ -92,7 +92,8 @@ func TestAllIndexBounded(t *testing.T) {
 // The index of all tasks costs a creation one command: a ZADD, inside the
 // create script (no round trip of its own), measured with INFO
 // commandstats against a store with the index off, creations interleaved,
-// on a redis-server, with and without dispatching to a queue. (The hourly
+// on a redis-server, with and without dispatching to a queue (the
+// difference by command, connection upkeep of the client left out). (The hourly
 // upkeep is in the warm-up creation.) On a Redis Cluster the ZADD runs in
 // an EVAL pipelined after the create script: two commands, logged.
 func TestAllIndexCommandsPerCreate(t *testing.T) {
@@ -115,8 +116,13 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Warm-up: the scripts loaded (on every master of a cluster: 30
+		// random ids miss one of three with odds of 1 in 60,000), the
+		// index's upkeep of this hour done.
 		for _, s := range stores {
-			create(s, 0) // loads the scripts; the index's upkeep of this hour
+			for range 30 {
+				create(s, 0)
+			}
 		}
 		extra = map[string]int64{}
 		var totals [2]int64
@@ -137,8 +143,11 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 				}
 			}
 		}
+		// Connection upkeep (a client that opens a connection meanwhile:
+		// HELLO, CLIENT, CLUSTER, PING) is no creation's.
 		for name, d := range extra {
-			if d == 0 || name == "info" {
+			if d == 0 || name == "info" || name == "hello" || name == "ping" || name == "readonly" ||
+				strings.HasPrefix(name, "client|") || strings.HasPrefix(name, "cluster|") {
 				delete(extra, name)
 			}
 		}
@@ -150,8 +159,8 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 			on, off, extra := measure(t, rc, func() map[string]int64 { return testredis.CommandCalls(t, rc) }, dispatch)
 			t.Logf("commands per create: %.2f with the index, %.2f without (%d creations each); the difference by command: %v",
 				float64(on)/rounds, float64(off)/rounds, rounds, extra)
-			if on-off != rounds || len(extra) != 1 || extra["zadd"] != rounds {
-				t.Errorf("the index cost %d commands over %d creations (%v), want exactly one ZADD each", on-off, rounds, extra)
+			if len(extra) != 1 || extra["zadd"] != rounds {
+				t.Errorf("the index cost %v over %d creations, want exactly one ZADD each", extra, rounds)
 			}
 		})
 	}
@@ -170,8 +179,8 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 		on, off, extra := measure(t, rc, admin, false)
 		t.Logf("Redis Cluster: commands per create: %.2f with the index, %.2f without; the difference by command: %v",
 			float64(on)/rounds, float64(off)/rounds, extra)
-		if on-off != 2*rounds || extra["zadd"] != rounds || extra["eval"] != rounds {
-			t.Errorf("on a Redis Cluster the index cost %d commands over %d creations (%v), want an EVAL and its ZADD each", on-off, rounds, extra)
+		if len(extra) != 2 || extra["zadd"] != rounds || extra["eval"] != rounds {
+			t.Errorf("on a Redis Cluster the index cost %v over %d creations, want an EVAL and its ZADD each", extra, rounds)
 		}
 	})
 }
