@@ -7,9 +7,10 @@
 //	mcptasks task get|watch|cancel|answer TASKID   one task, by its id
 //	mcptasks tools [flags]                         list the server's tools
 //	mcptasks inspect TASKID [--json]               a task's history, read from Redis (REDIS_URL)
+//	mcptasks tasks [--status S] [--json]           every principal's tasks, newest first (REDIS_URL)
 //
-// inspect is the operator's command: it reads the task record and journal
-// straight from the deployment's Redis, not over MCP. Every other command
+// inspect and tasks are the operator's commands: they read the task
+// records straight from the deployment's Redis, not over MCP. Every other command
 // takes --url (env MCPTASKS_URL, default the local server at
 // http://127.0.0.1:8080/mcp) and --token (env MCPTASKS_TOKEN, sent as a
 // bearer token).

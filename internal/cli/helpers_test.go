@@ -98,7 +98,7 @@ func newRun(url string, stdin io.Reader) *run {
 
 // exec runs args (command first) and sets code as the program would.
 func (r *run) exec(ctx context.Context, args ...string) *run {
-	cmds := map[string]func(*env, context.Context, []string) error{"call": (*env).call, "task": (*env).task, "tools": (*env).tools, "inspect": (*env).inspect}
+	cmds := map[string]func(*env, context.Context, []string) error{"call": (*env).call, "task": (*env).task, "tools": (*env).tools, "inspect": (*env).inspect, "tasks": (*env).listTasks}
 	err := r.e.exitWith(cmds[args[0]](r.e, ctx, args[1:]))
 	r.err = err
 	if r.code == 0 && err != nil {

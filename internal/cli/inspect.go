@@ -128,6 +128,16 @@ func (e *env) readRecord(ctx context.Context, id string) (rec *inspect.Record, w
 // readRedis reads the task id with a Redis client of its own, within
 // ctx's deadline (the dial included).
 func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, error) {
+	c, err := dialRedis(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
+}
+
+// dialRedis connects to the Redis at url within ctx's deadline.
+func dialRedis(ctx context.Context, url string) (rueidis.Client, error) {
 	opt, err := bundle.RedisOptions(url)
 	if err != nil {
 		return nil, err
@@ -144,13 +154,12 @@ func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, er
 		c, err := rueidis.NewClient(opt)
 		ch <- dialed{c, err}
 	}()
-	var c rueidis.Client
 	select {
 	case d := <-ch:
 		if d.err != nil {
 			return nil, fmt.Errorf("connecting to Redis: %w", d.err)
 		}
-		c = d.c
+		return d.c, nil
 	case <-ctx.Done():
 		go func() {
 			if d := <-ch; d.c != nil {
@@ -159,8 +168,6 @@ func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, er
 		}()
 		return nil, fmt.Errorf("connecting to Redis: %w", ctx.Err())
 	}
-	defer c.Close()
-	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
 }
 
 // readPostgres reads the task id with a connection pool of its own,
@@ -396,7 +403,7 @@ func (in *inspection) detail(ev event) string {
 		}
 		return fmt.Sprintf("%sworker lost at %s (its lease ran out), re-delivered at %s", attempt, ev.At.Format(clockLayout), ev.Until.Format(clockLayout))
 	case "sleep":
-		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At))
+		return fmt.Sprintf("until %s (%s)", ev.Until.Format(clockLayout), ev.Until.Sub(ev.At).Round(time.Millisecond))
 	case "woke":
 		return "cut short by an answer to an offer"
 	case "input":
@@ -486,3 +493,23 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// Timeline is a task's record and history as inspect shows them: the
+// dashboard draws the same (cmd/mcptasks/internal/dashboard). Its JSON is
+// what inspect --json prints.
+type Timeline = inspection
+
+// TimelineEvent is one event of a [Timeline].
+type TimelineEvent = event
+
+// NewTimeline builds the record and timeline of rec at now, as inspect
+// does.
+func NewTimeline(rec *inspect.Record, now time.Time) *Timeline { return newInspection(rec, now) }
+
+// Describe names ev and describes it, as inspect prints it.
+func (in *inspection) Describe(ev event) (what, detail string) {
+	return strings.TrimSpace(in.what(ev)), in.detail(ev)
+}
+
+// Waiting says what a live task waits for now ("" for an ended one).
+func (in *inspection) Waiting() string { return in.waiting() }

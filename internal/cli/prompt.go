@@ -126,10 +126,7 @@ func (a *asker) field(ctx context.Context, name string, ps *schema, required boo
 	if ps.Description != "" && ps.Description != label {
 		label += " — " + ps.Description
 	}
-	choices, multi := ps.choices(), false
-	if len(choices) == 0 && ps.Items != nil && slices.Contains(ps.kinds(), "array") {
-		choices, multi = ps.Items.choices(), true
-	}
+	choices, multi := fieldChoices(ps)
 	if len(choices) > 0 {
 		fmt.Fprintf(a.out, "  %s\n", clean(label, false))
 		for i, c := range choices {

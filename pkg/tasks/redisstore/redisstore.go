@@ -64,7 +64,10 @@
 // its expiry. The set expires with its last member.
 //
 // A sorted set <prefix>list:<h> per principal indexes its tasks for
-// tasks.Lister (the 2025-11-25 tasks/list): see list.go.
+// tasks.Lister (the 2025-11-25 tasks/list): see list.go. A sorted set
+// <prefix>all (one per due-index shard) indexes every task for
+// inspect.Lister (the operator's view), at one ZADD per creation, inside
+// the create script: see listall.go.
 package redisstore
 
 import (
@@ -120,8 +123,15 @@ type Options struct {
 	// shows at most the newest MaxListed unexpired tasks of a principal.
 	// Zero means DefaultMaxListed.
 	MaxListed int
-	// Shards is how many shards the due index is spread over (see the
-	// package doc); zero means 1. Use the queue's shard count.
+	// MaxIndexed bounds the index of all tasks (inspect.Lister, the
+	// operator's view; see listall.go): it keeps at least the newest
+	// MaxIndexed unexpired tasks. Zero means DefaultMaxIndexed; a negative
+	// value turns the index off (a creation then costs no command for it,
+	// and ListAll fails).
+	MaxIndexed int
+	// Shards is how many shards the due index (and the index of all
+	// tasks) is spread over (see the package doc); zero means 1. Use the
+	// queue's shard count.
 	Shards int
 	// Wait, when positive, makes every transition wait until that many
 	// replicas acknowledge it, for at most WaitTimeout (zero: 1s); see the
@@ -154,6 +164,12 @@ type Store struct {
 	maxListed int
 	sc        scripts
 	dueKeys   []string // the due index's shards
+	// allKeys are the shards of the index of all tasks (nil: it is off),
+	// maxIndexed its bound; indexInline says the create script writes it
+	// (not on a Redis Cluster). See listall.go.
+	allKeys     []string
+	maxIndexed  int
+	indexInline bool
 	// queueKeys returns a task's queue keys when the store dispatches,
 	// else it is nil.
 	queueKeys func(id string) (queue, wake string)
@@ -201,6 +217,16 @@ func New(c rueidis.Client, opts *Options) *Store {
 			s.dueKeys = append(s.dueKeys, o.Prefix+"due{"+tag+"}")
 		}
 	}
+	if o.MaxIndexed >= 0 {
+		s.maxIndexed = o.MaxIndexed
+		if s.maxIndexed == 0 {
+			s.maxIndexed = DefaultMaxIndexed
+		}
+		for _, k := range s.dueKeys {
+			s.allKeys = append(s.allKeys, o.Prefix+"all"+strings.TrimPrefix(k, o.Prefix+"due"))
+		}
+		s.indexInline = c.Mode() != rueidis.ClientModeCluster
+	}
 	if o.Wait > 0 {
 		s.wait, s.waitMs = int64(o.Wait), time.Second.Milliseconds()
 		if o.WaitTimeout > 0 {
@@ -209,9 +235,9 @@ func New(c rueidis.Client, opts *Options) *Store {
 	}
 	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
 		s.queueKeys, s.queue = o.Queue.KeysFor, o.Queue
-		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL), s.indexingLua())
 	} else {
-		s.sc = newScripts(noDispatchLua)
+		s.sc = newScripts(noDispatchLua, s.indexingLua())
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
@@ -552,7 +578,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	if nt.Listed {
 		before = append(before, s.indexCmd(nt, now, exp))
 	}
-	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, t, j, r), args, before, nil, true)
+	// The index of all tasks in the create script, or right after it on a
+	// Redis Cluster (listall.go).
+	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r)...), args, before, s.indexAfter(nt, now), true)
 	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
 		indexErr = s.indexAgain(ctx, nt, now, exp)
 	}
@@ -604,6 +632,9 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	}
 	if nt.Listed {
 		cmds = append(cmds, s.c.B().Zrem().Key(s.listKey(nt.Owner)).Member(nt.ID).Build())
+	}
+	if s.allKeys != nil {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.allKey(nt.ID)).Member(nt.ID).Build())
 	}
 	if s.queueKeys != nil {
 		q, _ := s.queueKeys(nt.ID)
