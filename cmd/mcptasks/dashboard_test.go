@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/dashboard"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 )

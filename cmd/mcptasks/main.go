@@ -26,8 +26,8 @@
 package main
 
 import (
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/dashboard"
-	"github.com/mcptasks/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/otelexport"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/mcptasks/mcptasks/internal/rtcount"
 	"github.com/mcptasks/mcptasks/internal/slots"
+	"github.com/mcptasks/mcptasks/internal/testkit/rtcount"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 )
 

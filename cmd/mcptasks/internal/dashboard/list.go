@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/cli"
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 

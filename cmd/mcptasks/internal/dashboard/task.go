@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/cli"
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

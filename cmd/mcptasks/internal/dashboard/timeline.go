@@ -3,7 +3,7 @@ package dashboard
 import (
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/cli"
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/cli"
 )
 
 // timelineView is the timeline region: the events of mcptasks inspect,

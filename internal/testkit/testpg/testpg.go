@@ -39,7 +39,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mcptasks/mcptasks/internal/spawn"
+	"github.com/mcptasks/mcptasks/internal/testkit/spawn"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 

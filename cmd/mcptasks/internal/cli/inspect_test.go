@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/internal/testpg"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
@@ -229,7 +229,7 @@ func golden(t *testing.T, name, got string, write bool) {
 
 // The README's inspect excerpt sits between these markers, in a text block.
 const (
-	readmeInspectStart = "<!-- inspect excerpt: internal/cli/testdata/inspect.txt -->\n```text\n"
+	readmeInspectStart = "<!-- inspect excerpt: cmd/mcptasks/internal/cli/testdata/inspect.txt -->\n```text\n"
 	readmeInspectEnd   = "```\n<!-- end of inspect excerpt -->"
 )
 
@@ -271,7 +271,7 @@ func testInspect(t *testing.T, kind string) {
 	}
 	golden(t, "inspect.json", normalise(r.out.String()), kind == bundle.StoreRedis)
 
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func testInspect(t *testing.T, kind string) {
 	excerpt := string(readme[start+len(readmeInspectStart) : end])
 	if *update && kind == bundle.StoreRedis {
 		fresh := string(readme[:start+len(readmeInspectStart)]) + text + string(readme[end:])
-		if err := os.WriteFile("../../README.md", []byte(fresh), 0o644); err != nil {
+		if err := os.WriteFile("../../../../README.md", []byte(fresh), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	} else if excerpt != text {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
-	"github.com/mcptasks/mcptasks/internal/spawn"
+	"github.com/mcptasks/mcptasks/internal/testkit/spawn"
 	"github.com/redis/rueidis"
 )
 

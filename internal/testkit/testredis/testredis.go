@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/spawn"
+	"github.com/mcptasks/mcptasks/internal/testkit/spawn"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/redis/rueidis"
 )

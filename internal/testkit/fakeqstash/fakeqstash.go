@@ -12,7 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/mcptasks/mcptasks/internal/recorder"
+	"github.com/mcptasks/mcptasks/internal/testkit/recorder"
 	"io"
 	"net/http"
 	"net/http/httptest"

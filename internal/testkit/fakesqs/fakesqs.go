@@ -44,7 +44,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/mcptasks/mcptasks/internal/recorder"
+	"github.com/mcptasks/mcptasks/internal/testkit/recorder"
 	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/spawn"
+	"github.com/mcptasks/mcptasks/internal/testkit/spawn"
 )
 
 // StartPgBouncer runs PgBouncer in transaction mode in front of the server

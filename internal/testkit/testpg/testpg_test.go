@@ -3,7 +3,7 @@ package testpg_test
 import (
 	"testing"
 
-	"github.com/mcptasks/mcptasks/internal/testpg"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 )
 
 // The server answers, and a second one of the same test is another.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // The shared cluster serves every slot from three masters laid out as
