@@ -988,7 +988,12 @@ func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, l
 	return nil
 }
 
-// Commit implements tasks.Store.
+// Commit implements tasks.Store: one script, in one of two modes. A
+// store that dispatches (Options.Queue) keeps the task's queue message and
+// the due index in the script itself, and hands the next message of the
+// task's queue shard back to the consumer that handles this one
+// (commitHandBack). One that does not keeps the due index with commands of
+// its own around the script (dueBefore, indexAfter).
 func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
 	id := c.Task.ID
 	if !tasks.ValidID(id) {
@@ -996,95 +1001,18 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	t, p, j, r := s.keys(id)
 	op := ch.Op()
-	var payload string
-	switch op {
-	case tasks.OpComplete:
-		payload = string(ch.Complete)
-	case tasks.OpFail:
-		b, err := json.Marshal(ch.Fail)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding error: %w", err)
-		}
-		payload = string(b)
-	}
-	hasMsg, msg := "0", ""
-	if ch.StatusMessage != nil {
-		hasMsg, msg = "1", *ch.StatusMessage
-	}
-	att := ""
-	if ch.SetAttempts != nil {
-		att = strconv.Itoa(*ch.SetAttempts)
-	}
-	wake := "0"
-	if !ch.WakeAt.IsZero() {
-		wake = ms(ch.WakeAt)
-	}
-	// Offers put up and withdrawn by the appended entries (see
-	// tasks.Change.Append).
-	var offers, withdrawn []string
-	for _, e := range ch.Append {
-		switch e.Kind {
-		case tasks.KindOffer:
-			offers = append(offers, e.Name, string(e.Value))
-		case tasks.KindWithdraw:
-			withdrawn = append(withdrawn, e.Name)
-		}
-	}
-	var watch []string
-	if op == "sleep" {
-		watch = ch.WakeOn
-	}
-	// A consumer of the queue the store dispatches to that handles this
-	// task's message takes its next message from this write, which
-	// settles it (see redisqueue.HandBack).
 	var hb *redisqueue.HandBack
-	hbNow, hbReceipt := "", ""
-	if s.queue != nil && op != "keep" {
-		if hb = s.queue.HandBackFor(ctx, id); hb != nil {
-			hbNow, hbReceipt = hb.Args()
-		}
+	if s.Dispatches() && op != tasks.OpKeep {
+		hb = s.queue.TakeHandBack(id)
 	}
-	args := make([]string, 0, 16+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
-	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
-		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
-		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt)
-	for _, e := range ch.Append {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding journal: %w", err)
-		}
-		args = append(args, string(b))
+	args, err := commitArgs(c, ch, op, hb)
+	if err != nil {
+		return err
 	}
-	for k, v := range ch.Park {
-		args = append(args, k, string(v))
-	}
-	args = append(args, offers...)
-	args = append(args, withdrawn...)
-	args = append(args, watch...)
-	// Keep the sweeper's index in step (a hint; see the package doc). A
-	// stale (fenced) commit must never move the index entry later or drop
-	// it: the current holder's entry is what recovers the task if that
-	// holder dies. So only the common "run again now" case rides in the
-	// script's round trip, as a ZADD LT (never later); later times and
-	// removals are written after the commit is known to have succeeded.
 	var after []rueidis.Completed
 	var due time.Time
-	switch {
-	case s.Dispatches(): // the script keeps the due index
-	case op == "keep":
-	case op == "release" && ch.WakeAt.IsZero():
-		key := s.dueKey(id)
-		after = []rueidis.Completed{
-			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
-			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
-		}
-	case op == "park":
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
-	case op == "release", op == "sleep":
-		due = ch.WakeAt.Add(s.grace)
+	if !s.Dispatches() {
+		after, due = s.dueBefore(c, ch, op)
 	}
 	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after, true)
 	arr, err := res.ToArray()
@@ -1116,19 +1044,120 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
 	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
-	ended := c.Task.Status.Terminal()
 	if s.Dispatches() {
 		return nil
 	}
-	if woke == 1 {
-		// An answer cut the sleep short: the task runs again now.
+	return s.dueAfter(ctx, c, ch, due, woke == 1)
+}
+
+// commitArgs are the ARGV of commitScript for ch under c, whose op is op;
+// with hb, the script also takes the next message of the task's queue
+// shard for hb's consumer (a store that dispatches: see
+// redisqueue.Queue.TakeHandBack).
+func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
+	var payload string
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
+		b, err := json.Marshal(ch.Fail)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding error: %w", err)
+		}
+		payload = string(b)
+	}
+	hasMsg, msg := "0", ""
+	if ch.StatusMessage != nil {
+		hasMsg, msg = "1", *ch.StatusMessage
+	}
+	att := ""
+	if ch.SetAttempts != nil {
+		att = strconv.Itoa(*ch.SetAttempts)
+	}
+	wake := "0"
+	if !ch.WakeAt.IsZero() {
+		wake = ms(ch.WakeAt)
+	}
+	// Offers put up and withdrawn by the appended entries (see
+	// tasks.Change.Append).
+	var offers, withdrawn []string
+	for _, e := range ch.Append {
+		switch e.Kind {
+		case tasks.KindOffer:
+			offers = append(offers, e.Name, string(e.Value))
+		case tasks.KindWithdraw:
+			withdrawn = append(withdrawn, e.Name)
+		}
+	}
+	var watch []string
+	if op == tasks.OpSleep {
+		watch = ch.WakeOn
+	}
+	hbNow, hbReceipt := "", ""
+	if hb != nil {
+		hbNow, hbReceipt = hb.Args()
+	}
+	args := make([]string, 0, 16+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
+	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
+		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt)
+	for _, e := range ch.Append {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+		}
+		args = append(args, string(b))
+	}
+	for k, v := range ch.Park {
+		args = append(args, k, string(v))
+	}
+	args = append(args, offers...)
+	args = append(args, withdrawn...)
+	return append(args, watch...), nil
+}
+
+// dueBefore keeps the sweeper's due index in step with a commit of a
+// store that does not dispatch (a hint; see the package doc). A stale
+// (fenced) commit must never move the index entry later or drop it: the
+// current holder's entry is what recovers the task if that holder dies. So
+// only the common "run again now" case rides in the script's round trip
+// (the commands returned, sent after the script), as a ZADD LT (never
+// later); later times (due) and removals are written by dueAfter once
+// the commit is known to have succeeded.
+func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time) {
+	id := c.Task.ID
+	switch {
+	case op == tasks.OpKeep:
+	case op == tasks.OpRelease && ch.WakeAt.IsZero():
+		key := s.dueKey(id)
+		after = []rueidis.Completed{
+			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+		}
+	case op == tasks.OpPark:
+		due = c.Task.ExpiresAt()
+		if !ch.WakeAt.IsZero() {
+			due = ch.WakeAt.Add(s.grace)
+		}
+	case op == tasks.OpRelease, op == tasks.OpSleep:
+		due = ch.WakeAt.Add(s.grace)
+	}
+	return after, due
+}
+
+// dueAfter writes what dueBefore left for after a successful commit:
+// the task's new due time, or, for a task that ended, its removal from the
+// indexes. woke reports that an answer cut a sleep short: the task runs
+// again now.
+func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, woke bool) error {
+	if woke {
 		due = ch.Now.Add(s.grace)
 	}
 	switch {
-	case ended:
-		return s.forget(ctx, id, c.Task.Owner)
+	case c.Task.Status.Terminal():
+		return s.forget(ctx, c.Task.ID, c.Task.Owner)
 	case !due.IsZero():
-		return s.Schedule(ctx, id, due)
+		return s.Schedule(ctx, c.Task.ID, due)
 	}
 	return nil
 }
