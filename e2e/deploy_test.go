@@ -504,7 +504,7 @@ func TestVercelRuleCheckCatchesViolations(t *testing.T) {
 import "net/http"
 func Handler(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }`,
 		"internal import": `package handler
-import ("net/http"; "github.com/mcptasks/mcptasks/internal/testredis")
+import ("net/http"; "github.com/mcptasks/mcptasks/internal/testkit/testredis")
 func Handler(w http.ResponseWriter, r *http.Request) { _ = testredis.Start }`,
 		"two exported": `package handler
 import "net/http"

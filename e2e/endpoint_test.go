@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 )
 
 // TestDiscoverAndList checks the foundation over HTTP against the real

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // TestTypeScriptClientsFallback runs real TypeScript clients that do not

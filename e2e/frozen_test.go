@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // TestFrozenRedis freezes redis-server (SIGSTOP) under the split shape for

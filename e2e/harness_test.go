@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/internal/testpg"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 

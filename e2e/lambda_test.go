@@ -17,10 +17,10 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/mcptasks/mcptasks/internal/fakesqs"
-	"github.com/mcptasks/mcptasks/internal/lambdart"
-	"github.com/mcptasks/mcptasks/internal/mcptest"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/fakesqs"
+	"github.com/mcptasks/mcptasks/internal/testkit/lambdart"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"

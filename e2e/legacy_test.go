@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // TestTypeScriptSDKOn20251125 runs the real TypeScript SDK 1.x client

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // waitLog waits until p's log shows the closure of task id's step running.

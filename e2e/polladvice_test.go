@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // inputWait is how long TestPollAdviceWhileWaitingForInput leaves a task

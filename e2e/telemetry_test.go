@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 )
 
 // exportedSpan is one span as the console exporter (OTEL_TRACES_EXPORTER=

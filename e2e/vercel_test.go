@@ -11,8 +11,8 @@ import (
 	cronfn "github.com/mcptasks/mcptasks/api/cron"
 	mcpfn "github.com/mcptasks/mcptasks/api/mcp"
 	workerfn "github.com/mcptasks/mcptasks/api/worker"
-	"github.com/mcptasks/mcptasks/internal/fakeqstash"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/fakeqstash"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 )
 

@@ -1,7 +1,7 @@
 package e2e
 
 // The real `vercel build` (the Vercel CLI pinned in testdata/vercelcli/,
-// installed by .ci/run with npm ci; under testdata because its
+// installed by .ci/run with npm install and its lockfile; under testdata because its
 // node_modules hold .go files that ./... must not see) of this repository
 // and of a module made by `mcptasks init`: Vercel's Go builder
 // (@vercel/go) detects the functions, rewrites go.mod as it does on Vercel
@@ -40,7 +40,7 @@ import (
 const vercelCLIDir = "testdata/vercelcli"
 
 // vercelCLI returns the path of the pinned vercel binary, installing it
-// with npm ci when missing. Without npm the test is skipped, or fails
+// with npm install (the lockfile pins it) when missing. Without npm the test is skipped, or fails
 // under CI.
 func vercelCLI(t *testing.T) string {
 	t.Helper()
@@ -57,7 +57,9 @@ func vercelCLI(t *testing.T) string {
 		}
 		t.Skip("npm not found on PATH")
 	}
-	runIn(t, vercelCLIDir, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	// npm install with the lockfile, as .ci/run does it (npm ci refuses the
+	// lockfile's unversioned optional packages of other platforms).
+	runIn(t, vercelCLIDir, "npm", "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error")
 	return bin
 }
 

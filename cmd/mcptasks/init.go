@@ -13,7 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/mcptasks/mcptasks/internal/scaffold"
+	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/scaffold"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcptasks/mcptasks/internal/testpg"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 )
 

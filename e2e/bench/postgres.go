@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mcptasks/mcptasks/internal/testpg"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 )
 
 // pgProc is a PostgreSQL server for the run (testpg.Launch: a throwaway

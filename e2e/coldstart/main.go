@@ -39,8 +39,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/lambdart"
-	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/lambdart"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )

@@ -71,7 +71,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mcptasks/mcptasks/internal/jsonscan"
+	"github.com/mcptasks/mcptasks/pkg/tasks/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 )
 
 // rawListen sends subscriptions/listen with notifications and returns the

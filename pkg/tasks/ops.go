@@ -220,3 +220,26 @@ func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, e
 	}
 	return t, nil
 }
+
+// CancelAs requests the cancellation of owner's task id, as owner's
+// tasks/cancel does it: a parked or queued task is cancelled at once, a
+// running one at its next step boundary. It is for server-side code that
+// acts for the task's owner (an operator's dashboard, a tool of your
+// own): the caller vouches for owner. An unknown task, or one owner does
+// not own, is a -32602 error (*jsonrpc.Error), like an unavailable store
+// is a -32603 one.
+func (s *Server) CancelAs(ctx context.Context, owner, id string) error {
+	_, err := s.cancelTask(ctx, owner, id)
+	return err
+}
+
+// AnswerAs delivers responses to the input requests of owner's task id,
+// as owner's tasks/update does it: each is checked against the request it
+// answers (-32602 naming the field when it does not fit, and nothing is
+// stored), answers to what the task does not wait for are ignored, and a
+// task whose wait is over resumes. Like [Server.CancelAs], it is for
+// server-side code that acts for the task's owner.
+func (s *Server) AnswerAs(ctx context.Context, owner, id string, responses map[string]json.RawMessage) error {
+	_, err := s.updateTask(ctx, owner, id, responses)
+	return err
+}

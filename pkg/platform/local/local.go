@@ -11,6 +11,7 @@
 // which gives the whole command line:
 //
 //	NAME [serve] [--addr 127.0.0.1:8080] [--no-worker]   MCP endpoint (+ workers + sweeper)
+//	     [--dashboard]                                  (+ the tasks dashboard, where the program offers one)
 //	NAME worker                                          workers + sweeper only (needs REDIS_URL or DATABASE_URL)
 //	NAME token --sub alice [--scope s] [--ttl 1h]        mint a development HS256 token
 //	NAME help                                            usage
@@ -31,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,7 +101,18 @@ type Program struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads the configuration (default os.Getenv).
 	Getenv func(string) string
+	// Dashboard, when set, offers an operator's web page beside serve:
+	// with --dashboard (or MCPTASKS_DASHBOARD=1) serve calls it once the
+	// bundle is built, with the bundle and --dashboard-addr (env
+	// MCPTASKS_DASHBOARD_ADDR, default DefaultDashboardAddr); it starts
+	// serving and returns a function that stops it, which serve calls
+	// before it closes the bundle. cmd/mcptasks sets it.
+	Dashboard func(ctx context.Context, b *bundle.Bundle, addr string, getenv func(string) string) (stop func(), err error)
 }
+
+// DefaultDashboardAddr is where serve --dashboard serves the dashboard
+// unless --dashboard-addr or MCPTASKS_DASHBOARD_ADDR says otherwise.
+const DefaultDashboardAddr = "127.0.0.1:8090"
 
 // Main runs the command line of os.Args over apps and exits: 0 on success
 // (and for --help), 1 when the command failed, 2 for a bad command line.
@@ -195,32 +208,49 @@ func (p *Program) usage(w io.Writer) {
 	fmt.Fprintf(tw, "  help\tshow this help\n")
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nFlags of serve and worker:\n")
-	fs, _, _, _ := p.serveFlags("serve")
+	fs, _ := p.serveFlags("serve")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintf(w, "\nRun '%s token -h' for the flags of token. Configuration comes from environment\n"+
 		"variables (REDIS_URL or DATABASE_URL, MCPTASKS_*); without either an embedded in-process Redis is used.\n", n)
 }
 
+// serveArgs are the flags of serve and worker.
+type serveArgs struct {
+	addr, app, dashboardAddr string
+	noWorker, dashboard      bool
+}
+
 // serveFlags returns the flag set of serve and worker.
-func (p *Program) serveFlags(cmd string) (fs *flag.FlagSet, addr *string, noWorker *bool, app *string) {
-	fs = flag.NewFlagSet(p.name()+" "+cmd, flag.ContinueOnError)
+func (p *Program) serveFlags(cmd string) (*flag.FlagSet, *serveArgs) {
+	fs := flag.NewFlagSet(p.name()+" "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	def := p.getenv("MCPTASKS_ADDR")
-	if def == "" {
-		def = DefaultAddr
-	}
-	addr = fs.String("addr", def, "listen address of the MCP endpoint (env MCPTASKS_ADDR)")
-	noWorker = fs.Bool("no-worker", false, "serve the MCP endpoint only; run the workers with the worker command (needs REDIS_URL or DATABASE_URL)")
-	app = new(string)
+	a := &serveArgs{}
+	fs.StringVar(&a.addr, "addr", p.getenvOr("MCPTASKS_ADDR", DefaultAddr), "listen address of the MCP endpoint (env MCPTASKS_ADDR)")
+	fs.BoolVar(&a.noWorker, "no-worker", false, "serve the MCP endpoint only; run the workers with the worker command (needs REDIS_URL or DATABASE_URL)")
 	if len(p.Apps) > 1 {
-		fs.StringVar(app, "app", p.getenv("MCPTASKS_APP"), "which app to serve: "+bundle.AppNames(p.Apps)+" (env MCPTASKS_APP; default "+p.Apps[0].Implementation().Name+")")
+		fs.StringVar(&a.app, "app", p.getenv("MCPTASKS_APP"), "which app to serve: "+bundle.AppNames(p.Apps)+" (env MCPTASKS_APP; default "+p.Apps[0].Implementation().Name+")")
 	}
-	return fs, addr, noWorker, app
+	if p.Dashboard != nil && cmd == "serve" {
+		on, _ := strconv.ParseBool(p.getenv("MCPTASKS_DASHBOARD"))
+		fs.BoolVar(&a.dashboard, "dashboard", on, "also serve the tasks dashboard, an operator's web page of every task (env MCPTASKS_DASHBOARD=1)")
+		fs.StringVar(&a.dashboardAddr, "dashboard-addr", p.getenvOr("MCPTASKS_DASHBOARD_ADDR", DefaultDashboardAddr),
+			"listen address of the dashboard: loopback unless MCPTASKS_DASHBOARD_TOKEN is set (env MCPTASKS_DASHBOARD_ADDR)")
+	}
+	return fs, a
+}
+
+// getenvOr is getenv(k), or def when it is empty.
+func (p *Program) getenvOr(k, def string) string {
+	if v := p.getenv(k); v != "" {
+		return v
+	}
+	return def
 }
 
 func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
-	fs, addr, noWorker, appName := p.serveFlags(cmd)
+	fs, sa := p.serveFlags(cmd)
+	addr, noWorker, appName := &sa.addr, &sa.noWorker, &sa.app
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			p.usage(p.stdout())
@@ -268,7 +298,11 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 		return err
 	}
 	defer b.Close()
-	return run(ctx, b, log, ln, workers)
+	var beside func() (func(), error)
+	if sa.dashboard {
+		beside = func() (func(), error) { return p.Dashboard(ctx, b, sa.dashboardAddr, p.getenv) }
+	}
+	return run(ctx, b, log, ln, workers, beside)
 }
 
 // reachable is the host:port a client on this machine reaches a listener
@@ -289,9 +323,17 @@ func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
 // run serves b on ln (nil: no HTTP) until ctx ends or the HTTP server
 // fails, then stops the server, the workers and the sweeper, and returns
 // only when all of them have returned (so the caller may close the bundle
-// under nobody).
-func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, ln net.Listener, workers bool) error {
+// under nobody). beside, when set, starts what serves beside the endpoint
+// (the dashboard) and returns what stops it.
+func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, ln net.Listener, workers bool, beside func() (func(), error)) error {
 	serveHTTP := ln != nil
+	if beside != nil {
+		stop, err := beside()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait() // deferred first, so it runs after cancel: the workers have stopped before Close
 	ctx, cancel := context.WithCancel(ctx)

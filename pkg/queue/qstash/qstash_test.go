@@ -11,7 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/mcptasks/mcptasks/internal/fakeqstash"
+	"github.com/mcptasks/mcptasks/internal/testkit/fakeqstash"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 )

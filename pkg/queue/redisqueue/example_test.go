@@ -41,7 +41,7 @@ func ExampleQueue_KeysFor() {
 // next due message of its shard for the consumer (what redisstore's
 // commit does when it dispatches through the queue): the consumer handles
 // it next without a receive.
-func ExampleQueue_HandBackFor() {
+func ExampleQueue_TakeHandBack() {
 	redis, _ := embedredis.Start()
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
@@ -59,7 +59,7 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 	_ = q.Enqueue(ctx, "task-1", time.Now().Add(-2*time.Second))
 	_ = q.Enqueue(ctx, "task-2", time.Now().Add(-time.Second))
 	q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		hb := q.HandBackFor(ctx, id)
+		hb := q.TakeHandBack(id)
 		if hb == nil {
 			return redisqueue.Ack, nil
 		}

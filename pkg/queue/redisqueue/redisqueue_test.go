@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/queuetest"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 )

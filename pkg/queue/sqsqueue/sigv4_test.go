@@ -13,7 +13,7 @@ import (
 )
 
 // The AWS SDK for Go's signer is the oracle of these tests: it is linked by
-// this test binary (and internal/fakesqs) only, never by a binary of
+// this test binary (and internal/testkit/fakesqs) only, never by a binary of
 // mcptasks.
 
 // sdkSign signs r with the SDK's v4.Signer.SignHTTP.

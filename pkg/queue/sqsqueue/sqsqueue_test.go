@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/fakesqs"
+	"github.com/mcptasks/mcptasks/internal/testkit/fakesqs"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 )

@@ -6,8 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcptasks/mcptasks/internal/jsonscan"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/internal/jsonscan"
 )
 
 // decodeEntry decodes one journal entry exactly as json.Unmarshal does

@@ -64,7 +64,10 @@
 // its expiry. The set expires with its last member.
 //
 // A sorted set <prefix>list:<h> per principal indexes its tasks for
-// tasks.Lister (the 2025-11-25 tasks/list): see list.go.
+// tasks.Lister (the 2025-11-25 tasks/list): see list.go. A sorted set
+// <prefix>all (one per due-index shard) indexes every task for
+// inspect.Lister (the operator's view), at one ZADD per creation, inside
+// the create script: see listall.go.
 package redisstore
 
 import (
@@ -120,8 +123,15 @@ type Options struct {
 	// shows at most the newest MaxListed unexpired tasks of a principal.
 	// Zero means DefaultMaxListed.
 	MaxListed int
-	// Shards is how many shards the due index is spread over (see the
-	// package doc); zero means 1. Use the queue's shard count.
+	// MaxIndexed bounds the index of all tasks (inspect.Lister, the
+	// operator's view; see listall.go): it keeps at least the newest
+	// MaxIndexed unexpired tasks. Zero means DefaultMaxIndexed; a negative
+	// value turns the index off (a creation then costs no command for it,
+	// and ListAll fails).
+	MaxIndexed int
+	// Shards is how many shards the due index (and the index of all
+	// tasks) is spread over (see the package doc); zero means 1. Use the
+	// queue's shard count.
 	Shards int
 	// Wait, when positive, makes every transition wait until that many
 	// replicas acknowledge it, for at most WaitTimeout (zero: 1s); see the
@@ -154,6 +164,12 @@ type Store struct {
 	maxListed int
 	sc        scripts
 	dueKeys   []string // the due index's shards
+	// allKeys are the shards of the index of all tasks (nil: it is off),
+	// maxIndexed its bound; indexInline says the create script writes it
+	// (not on a Redis Cluster). See listall.go.
+	allKeys     []string
+	maxIndexed  int
+	indexInline bool
 	// queueKeys returns a task's queue keys when the store dispatches,
 	// else it is nil.
 	queueKeys func(id string) (queue, wake string)
@@ -201,6 +217,16 @@ func New(c rueidis.Client, opts *Options) *Store {
 			s.dueKeys = append(s.dueKeys, o.Prefix+"due{"+tag+"}")
 		}
 	}
+	if o.MaxIndexed >= 0 {
+		s.maxIndexed = o.MaxIndexed
+		if s.maxIndexed == 0 {
+			s.maxIndexed = DefaultMaxIndexed
+		}
+		for _, k := range s.dueKeys {
+			s.allKeys = append(s.allKeys, o.Prefix+"all"+strings.TrimPrefix(k, o.Prefix+"due"))
+		}
+		s.indexInline = c.Mode() != rueidis.ClientModeCluster
+	}
 	if o.Wait > 0 {
 		s.wait, s.waitMs = int64(o.Wait), time.Second.Milliseconds()
 		if o.WaitTimeout > 0 {
@@ -209,9 +235,9 @@ func New(c rueidis.Client, opts *Options) *Store {
 	}
 	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
 		s.queueKeys, s.queue = o.Queue.KeysFor, o.Queue
-		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL))
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL), s.indexingLua())
 	} else {
-		s.sc = newScripts(noDispatchLua)
+		s.sc = newScripts(noDispatchLua, s.indexingLua())
 	}
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
@@ -562,7 +588,9 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	if nt.Listed {
 		before = append(before, s.indexCmd(nt, now, exp))
 	}
-	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, t, j, r), args, before, nil, true)
+	// The index of all tasks in the create script, or right after it on a
+	// Redis Cluster (listall.go).
+	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r)...), args, before, s.indexAfter(nt, now), true)
 	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
 		indexErr = s.indexAgain(ctx, nt, now, exp)
 	}
@@ -614,6 +642,9 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	}
 	if nt.Listed {
 		cmds = append(cmds, s.c.B().Zrem().Key(s.listKey(nt.Owner)).Member(nt.ID).Build())
+	}
+	if s.allKeys != nil {
+		cmds = append(cmds, s.c.B().Zrem().Key(s.allKey(nt.ID)).Member(nt.ID).Build())
 	}
 	if s.queueKeys != nil {
 		q, _ := s.queueKeys(nt.ID)
@@ -985,7 +1016,12 @@ func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, l
 	return nil
 }
 
-// Commit implements tasks.Store.
+// Commit implements tasks.Store: one script, in one of two modes. A
+// store that dispatches (Options.Queue) keeps the task's queue message and
+// the due index in the script itself, and hands the next message of the
+// task's queue shard back to the consumer that handles this one
+// (commitHandBack). One that does not keeps the due index with commands of
+// its own around the script (dueBefore, indexAfter).
 func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
 	id := c.Task.ID
 	if !tasks.ValidID(id) {
@@ -993,113 +1029,22 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	t, p, j, r := s.keys(id)
 	op := ch.Op()
-	var payload string
-	switch op {
-	case tasks.OpComplete:
-		payload = string(ch.Complete)
-	case tasks.OpFail:
-		b, err := json.Marshal(ch.Fail)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding error: %w", err)
-		}
-		payload = string(b)
-	}
-	hasMsg, msg := "0", ""
-	if ch.StatusMessage != nil {
-		hasMsg, msg = "1", *ch.StatusMessage
-	}
-	att := ""
-	if ch.SetAttempts != nil {
-		att = strconv.Itoa(*ch.SetAttempts)
-	}
-	wake := "0"
-	if !ch.WakeAt.IsZero() {
-		wake = ms(ch.WakeAt)
-	}
-	// Offers put up and withdrawn by the appended entries (see
-	// tasks.Change.Append).
-	var offers, withdrawn []string
-	for _, e := range ch.Append {
-		switch e.Kind {
-		case tasks.KindOffer:
-			offers = append(offers, e.Name, string(e.Value))
-		case tasks.KindWithdraw:
-			withdrawn = append(withdrawn, e.Name)
-		}
-	}
-	var watch []string
-	if op == "sleep" {
-		watch = ch.WakeOn
-	}
-	// A consumer of the queue the store dispatches to that handles this
-	// task's message takes its next message from this write, which
-	// settles it (see redisqueue.HandBack).
 	var hb *redisqueue.HandBack
-	hbNow, hbReceipt := "", ""
-	if s.queue != nil && op != "keep" {
-		if hb = s.queue.HandBackFor(ctx, id); hb != nil {
-			hbNow, hbReceipt = hb.Args()
-		}
+	if s.Dispatches() && op != tasks.OpKeep {
+		hb = s.queue.TakeHandBack(id)
 	}
-	awaited, fork, forkKey := "", "", s.forkKey(id, 0)
-	if op == tasks.OpAwait {
-		awaited = ch.Await
-		if f := ch.Fork; f != nil {
-			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
-			forkKey = s.forkKey(id, f.Number)
-		}
+	args, err := commitArgs(c, ch, op, hb)
+	if err != nil {
+		return err
 	}
-	args := make([]string, 0, 19+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch)+2*len(ch.Open))
-	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
-		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
-		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt,
-		awaited, strconv.Itoa(len(ch.Open)), fork)
-	for _, e := range ch.Append {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding journal: %w", err)
-		}
-		args = append(args, string(b))
+	forkKey := s.forkKey(id, 0)
+	if f := ch.Fork; op == tasks.OpAwait && f != nil {
+		forkKey = s.forkKey(id, f.Number)
 	}
-	for k, v := range ch.Park {
-		args = append(args, k, string(v))
-	}
-	args = append(args, offers...)
-	args = append(args, withdrawn...)
-	args = append(args, watch...)
-	for i := range ch.Open {
-		w, err := encodeWait(&ch.Open[i])
-		if err != nil {
-			return fmt.Errorf("redisstore: commit %s: %w", id, err)
-		}
-		args = append(args, ch.Open[i].Name, w)
-	}
-	// Keep the sweeper's index in step (a hint; see the package doc). A
-	// stale (fenced) commit must never move the index entry later or drop
-	// it: the current holder's entry is what recovers the task if that
-	// holder dies. So only the common "run again now" case rides in the
-	// script's round trip, as a ZADD LT (never later); later times and
-	// removals are written after the commit is known to have succeeded.
 	var after []rueidis.Completed
 	var due time.Time
-	switch {
-	case s.Dispatches(): // the script keeps the due index
-	case op == "keep":
-	case op == "release" && ch.WakeAt.IsZero():
-		key := s.dueKey(id)
-		after = []rueidis.Completed{
-			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
-			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
-		}
-	case op == "park":
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
-	case op == tasks.OpAwait && ch.Fork != nil:
-		due = ch.Now.Add(s.grace) // the sweeper watches the branches
-	case op == "release", op == "sleep", op == tasks.OpAwait:
-		due = ch.WakeAt.Add(s.grace)
+	if !s.Dispatches() {
+		after, due = s.dueBefore(c, ch, op)
 	}
 	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
 	arr, err := res.ToArray()
@@ -1131,19 +1076,138 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
 	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
-	ended := c.Task.Status.Terminal()
 	if s.Dispatches() {
 		return nil
 	}
-	if woke == 1 {
-		// An answer cut the sleep short: the task runs again now.
+	return s.dueAfter(ctx, c, ch, due, woke == 1)
+}
+
+// commitArgs are the ARGV of commitScript for ch under c, whose op is op;
+// with hb, the script also takes the next message of the task's queue
+// shard for hb's consumer (a store that dispatches: see
+// redisqueue.Queue.TakeHandBack).
+func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
+	var payload string
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
+		b, err := json.Marshal(ch.Fail)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding error: %w", err)
+		}
+		payload = string(b)
+	}
+	hasMsg, msg := "0", ""
+	if ch.StatusMessage != nil {
+		hasMsg, msg = "1", *ch.StatusMessage
+	}
+	att := ""
+	if ch.SetAttempts != nil {
+		att = strconv.Itoa(*ch.SetAttempts)
+	}
+	wake := "0"
+	if !ch.WakeAt.IsZero() {
+		wake = ms(ch.WakeAt)
+	}
+	// Offers put up and withdrawn by the appended entries (see
+	// tasks.Change.Append).
+	var offers, withdrawn []string
+	for _, e := range ch.Append {
+		switch e.Kind {
+		case tasks.KindOffer:
+			offers = append(offers, e.Name, string(e.Value))
+		case tasks.KindWithdraw:
+			withdrawn = append(withdrawn, e.Name)
+		}
+	}
+	var watch []string
+	if op == tasks.OpSleep {
+		watch = ch.WakeOn
+	}
+	hbNow, hbReceipt := "", ""
+	if hb != nil {
+		hbNow, hbReceipt = hb.Args()
+	}
+	awaited, fork := "", ""
+	if op == tasks.OpAwait {
+		awaited = ch.Await
+		if f := ch.Fork; f != nil {
+			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
+		}
+	}
+	args := make([]string, 0, 19+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch)+2*len(ch.Open))
+	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
+		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt,
+		awaited, strconv.Itoa(len(ch.Open)), fork)
+	for _, e := range ch.Append {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+		}
+		args = append(args, string(b))
+	}
+	for k, v := range ch.Park {
+		args = append(args, k, string(v))
+	}
+	args = append(args, offers...)
+	args = append(args, withdrawn...)
+	args = append(args, watch...)
+	for i := range ch.Open {
+		w, err := encodeWait(&ch.Open[i])
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: commit %s: %w", c.Task.ID, err)
+		}
+		args = append(args, ch.Open[i].Name, w)
+	}
+	return args, nil
+}
+
+// dueBefore keeps the sweeper's due index in step with a commit of a
+// store that does not dispatch (a hint; see the package doc). A stale
+// (fenced) commit must never move the index entry later or drop it: the
+// current holder's entry is what recovers the task if that holder dies. So
+// only the common "run again now" case rides in the script's round trip
+// (the commands returned, sent after the script), as a ZADD LT (never
+// later); later times (due) and removals are written by dueAfter once
+// the commit is known to have succeeded.
+func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time) {
+	id := c.Task.ID
+	switch {
+	case op == tasks.OpKeep:
+	case op == tasks.OpRelease && ch.WakeAt.IsZero():
+		key := s.dueKey(id)
+		after = []rueidis.Completed{
+			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+		}
+	case op == tasks.OpPark:
+		due = c.Task.ExpiresAt()
+		if !ch.WakeAt.IsZero() {
+			due = ch.WakeAt.Add(s.grace)
+		}
+	case op == tasks.OpAwait && ch.Fork != nil:
+		due = ch.Now.Add(s.grace) // the sweeper watches the branches
+	case op == tasks.OpRelease, op == tasks.OpSleep, op == tasks.OpAwait:
+		due = ch.WakeAt.Add(s.grace)
+	}
+	return after, due
+}
+
+// dueAfter writes what dueBefore left for after a successful commit:
+// the task's new due time, or, for a task that ended, its removal from the
+// indexes. woke reports that an answer cut a sleep short: the task runs
+// again now.
+func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, woke bool) error {
+	if woke {
 		due = ch.Now.Add(s.grace)
 	}
 	switch {
-	case ended:
-		return s.forget(ctx, id, c.Task.Owner)
+	case c.Task.Status.Terminal():
+		return s.forget(ctx, c.Task.ID, c.Task.Owner)
 	case !due.IsZero():
-		return s.Schedule(ctx, id, due)
+		return s.Schedule(ctx, c.Task.ID, due)
 	}
 	return nil
 }

@@ -92,7 +92,9 @@ local function holdID(id, at) end
 local function undispatchID(id) end
 `
 
-// scripts are a Store's transition scripts, with its dispatch prelude.
+// scripts are a Store's transition scripts, with its dispatch prelude;
+// the create script also with indexing, which defines indexed(now) (see
+// Store.indexingLua).
 type scripts struct {
 	create, update, cancel, claim, commit, renew script
 	// deliver: events.go; the branch scripts: branches.go.
@@ -100,9 +102,9 @@ type scripts struct {
 	claimBranch, renewBranch, commitBranch script
 }
 
-func newScripts(prelude string) scripts {
+func newScripts(prelude, indexing string) scripts {
 	return scripts{
-		create:       newScript(prelude+createLua, false),
+		create:       newScript(prelude+indexing+createLua, false),
 		update:       newScript(prelude+updateLua, true),
 		cancel:       newScript(prelude+cancelLua, true),
 		claim:        newScript(prelude+claimLua, false),
@@ -178,8 +180,9 @@ local function delivered(e, now)
 end
 `
 
-// createLua: KEYS t j r; ARGV exp, now, nJournal, nResp, fieldPairs...,
-// journal..., respPairs... The new task is dispatched now.
+// createLua: KEYS t j r [all]; ARGV exp, now, nJournal, nResp, fieldPairs...,
+// journal..., respPairs... The new task is dispatched now, and indexed in
+// the index of all tasks (KEYS[4], when the store indexes inline).
 const createLua = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
@@ -198,6 +201,7 @@ for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) e
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 dispatch(ARGV[2])
 dueNew(tonumber(ARGV[2]) + GRACE)
+indexed(tonumber(ARGV[2]))
 return 1
 `
 

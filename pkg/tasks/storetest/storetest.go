@@ -104,6 +104,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"RenewLeaseAfterRelease", testRenewAfterRelease},
 		{"RenewLeaseUnknown", testRenewUnknown},
 		{"List", testList},
+		{"ListAll", testListAll},
 		{"Outstanding", testOutstanding},
 		{"CallbackOnce", testCallbackOnce},
 		{"AwaitResumes", testAwaitResumes},

@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/bundle"
+	"github.com/mcptasks/mcptasks/pkg/platform/local"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
+	"github.com/redis/rueidis"
+)
+
+// Tasks is the tasks command (cmd/mcptasks lists it with the others).
+var Tasks = command("tasks", "list the tasks of every principal, newest first, read from Redis: tasks [--status S] [--tool T] [--owner P] [--since 1h] [--json]", (*env).listTasks)
+
+// EnvRedisShards is how many shards the deployment spreads its indexes
+// over, as the bundle reads it.
+const EnvRedisShards = "MCPTASKS_REDIS_SHARDS"
+
+const tasksUsage = `
+Usage: mcptasks tasks [--status S[,S...]] [--tool T] [--owner P] [--since WHEN] [--until WHEN] [--limit 50] [--json]
+
+Lists the tasks of every principal, newest first, straight from the Redis
+the deployment uses (REDIS_URL; MCPTASKS_KEY_PREFIX and
+MCPTASKS_REDIS_SHARDS when it sets them), with the counts by status of
+those shown. The filters combine: --status takes working, input_required,
+completed, failed, cancelled (several separated by commas); WHEN is a
+time (2026-07-28T09:30:00Z, 2026-07-28 09:30, 2026-07-28) or a duration
+before now (90m, 2h, 7d). --json prints the tasks as a JSON array. The
+store indexes every task it creates, the newest 10,000 (see
+pkg/tasks/redisstore); mcptasks inspect TASKID shows one in full.
+
+It is an operator's tool, like inspect: it shows every principal's tasks
+to whoever can read the Redis. Exit status: 0 listed (possibly nothing),
+1 Redis unreachable, 2 bad command line.`
+
+// taskRow is one task of tasks --json.
+type taskRow struct {
+	TaskID        string       `json:"taskId"`
+	Tool          string       `json:"tool"`
+	Owner         string       `json:"owner"`
+	Status        tasks.Status `json:"status"`
+	StatusMessage string       `json:"statusMessage,omitempty"`
+	CreatedAt     time.Time    `json:"createdAt"`
+	UpdatedAt     time.Time    `json:"lastUpdatedAt"`
+	ExpiresAt     time.Time    `json:"expiresAt"`
+}
+
+func (e *env) listTasks(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("mcptasks tasks", flag.ContinueOnError)
+	status := fs.String("status", "", "only tasks in these states, comma-separated")
+	tool := fs.String("tool", "", "only the tasks of this tool")
+	owner := fs.String("owner", "", "only the tasks of this principal")
+	since := fs.String("since", "", "only tasks created at or after WHEN (a time, or a duration before now)")
+	until := fs.String("until", "", "only tasks created before WHEN")
+	limit := fs.Int("limit", 50, "show at most this many tasks")
+	asJSON := fs.Bool("json", false, "print the tasks as a JSON array")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up on Redis after this long")
+	pos, err := e.parse(fs, tasksUsage, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return unexpected("tasks", pos[0])
+	}
+	now := e.now()
+	f := &inspect.Filter{Tool: *tool, Owner: *owner}
+	if f.Statuses, err = ParseStatuses(*status); err != nil {
+		return local.Usagef("tasks: --status: %v", err)
+	}
+	if f.Since, err = ParseWhen(*since, now); err != nil {
+		return local.Usagef("tasks: --since: %v", err)
+	}
+	if f.Until, err = ParseWhen(*until, now); err != nil {
+		return local.Usagef("tasks: --until: %v", err)
+	}
+	switch {
+	case *limit <= 0:
+		return local.Usagef("tasks: --limit must be positive")
+	case *timeout <= 0:
+		return local.Usagef("tasks: --timeout must be positive")
+	}
+	url := e.getenv(EnvRedisURL)
+	if url == "" {
+		return errors.New("tasks reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (for the embedded Redis of `mcptasks serve`, run `mcptasks serve --dashboard` and open the dashboard)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c, err := dialRedis(ctx, url)
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	defer c.Close()
+	store, err := e.operatorStore(c)
+	if err != nil {
+		return err
+	}
+	ts, more, err := ListTasks(ctx, store, f, *limit, now)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("tasks: Redis did not answer within %s: %w", *timeout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	if *asJSON {
+		rows := make([]taskRow, len(ts))
+		for i, t := range ts {
+			rows[i] = taskRow{TaskID: t.ID, Tool: t.Tool, Owner: t.Owner, Status: t.Status, StatusMessage: t.StatusMessage,
+				CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt()}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(ts) == 0 {
+		fmt.Fprintln(e.stdout, "no tasks")
+		return nil
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CREATED\tSTATUS\tTOOL\tOWNER\tTASK\tMESSAGE")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.CreatedAt.Local().Format("2006-01-02 15:04:05"), t.Status, t.Tool, t.Owner, t.ID, clip(t.StatusMessage, 40))
+	}
+	_ = tw.Flush()
+	for line := range strings.Lines(b.String()) {
+		fmt.Fprintln(e.stdout, strings.TrimRight(line, " \n"))
+	}
+	counts := CountByStatus(ts)
+	var parts []string
+	for _, st := range AllStatuses {
+		if n := counts[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	fmt.Fprintf(e.stdout, "\n%d task(s): %s\n", len(ts), strings.Join(parts, ", "))
+	if more {
+		fmt.Fprintf(e.stdout, "older tasks may be left: raise --limit, or narrow with --since/--until\n")
+	}
+	return nil
+}
+
+// operatorStore returns the store over c with the deployment's key prefix
+// and shards (MCPTASKS_KEY_PREFIX, MCPTASKS_REDIS_SHARDS), as the bundle
+// builds it.
+func (e *env) operatorStore(c rueidis.Client) (*redisstore.Store, error) {
+	prefix := e.getenv(EnvKeyPrefix)
+	if prefix == "" {
+		prefix = "mcptasks:"
+	}
+	shards := 0
+	if v := e.getenv(EnvRedisShards); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%s=%q: want a number of shards", EnvRedisShards, v)
+		}
+		shards = n
+	}
+	if shards == 0 && c.Mode() == rueidis.ClientModeCluster {
+		shards = bundle.DefaultClusterShards
+	}
+	return redisstore.New(c, &redisstore.Options{Prefix: prefix, Shards: shards}), nil
+}
+
+// AllStatuses are the task states, in the order the commands show them.
+var AllStatuses = []tasks.Status{tasks.StatusWorking, tasks.StatusInputRequired, tasks.StatusCompleted, tasks.StatusFailed, tasks.StatusCancelled}
+
+// ParseStatuses parses a comma-separated list of task states ("" is none).
+func ParseStatuses(v string) ([]tasks.Status, error) {
+	var out []tasks.Status
+	for _, w := range strings.Split(v, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		st := tasks.Status(w)
+		if !validStatus(st) {
+			return nil, fmt.Errorf("%q is not a task status (want working, input_required, completed, failed or cancelled)", w)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func validStatus(st tasks.Status) bool {
+	for _, s := range AllStatuses {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseWhen parses a point in time: RFC 3339, "2006-01-02 15:04[:05]"
+// or "2006-01-02" in local time, or a duration before now ("90m", "2h",
+// "7d"). "" is the zero time.
+func ParseWhen(v string, now time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a time (2026-07-28T09:30:00Z, 2026-07-28 09:30, 2026-07-28) nor a duration before now (90m, 2h, 7d)", v)
+}
+
+// ListTasks returns up to limit tasks that f selects, newest first, and
+// whether older ones may be left.
+func ListTasks(ctx context.Context, l inspect.Lister, f *inspect.Filter, limit int, now time.Time) ([]*tasks.Task, bool, error) {
+	var out []*tasks.Task
+	cursor := ""
+	for len(out) < limit {
+		ts, next, err := l.ListAll(ctx, f, cursor, limit-len(out), now)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, ts...)
+		if next == "" {
+			return out, false, nil
+		}
+		cursor = next
+	}
+	return out, true, nil
+}
+
+// CountByStatus counts ts by status.
+func CountByStatus(ts []*tasks.Task) map[tasks.Status]int {
+	m := map[tasks.Status]int{}
+	for _, t := range ts {
+		m[t.Status]++
+	}
+	return m
+}

@@ -1,0 +1,242 @@
+package redisstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
+	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
+	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/redis/rueidis"
+)
+
+// midHour is a time in the middle of the current hour: creations at it and
+// a few ms after fall in one upkeep window of the index of all tasks.
+func midHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute) }
+
+// The index of all tasks is bounded and expiring: the first creation of
+// an hour drops the members beyond Options.MaxIndexed and those created
+// more than tasks.MaxTTL ago, and sets the set's expiry past the end of
+// every task it holds; the other creations of the hour add one member.
+// A store with the index off writes none.
+func TestAllIndexBounded(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rc := b.client(t)
+			s := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: 3})
+			ctx := t.Context()
+			now := midHour()
+			create := func(at time.Time) string {
+				t.Helper()
+				id := tasks.NewID()
+				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, PollInterval: time.Second, Now: at}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			key := s.allKeys[0]
+			members := func() []string {
+				t.Helper()
+				m, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			var made []string
+			for i := range 5 {
+				made = append(made, create(now.Add(time.Duration(i)*time.Millisecond)))
+			}
+			if got := members(); !slices.Equal(got, append([]string{"~"}, made...)) {
+				t.Errorf("index within one hour = %v, want the marker and all five %v", got, made)
+			}
+			pttl, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+			if want := (tasks.MaxTTL + indexWindow).Milliseconds(); err != nil || pttl <= want-time.Minute.Milliseconds() || pttl > want {
+				t.Errorf("index PTTL = %d (%v), want about %d", pttl, err, want)
+			}
+			// The next hour's first creation trims to the newest three.
+			late := create(now.Add(time.Hour))
+			if got, want := members(), []string{"~", made[3], made[4], late}; !slices.Equal(got, want) {
+				t.Errorf("index after the hour turned = %v, want %v", got, want)
+			}
+			ts, next, err := s.ListAll(ctx, nil, "", 10, now.Add(time.Hour))
+			if err != nil || next != "" || len(ts) != 3 || ts[0].ID != late {
+				t.Errorf("ListAll = %v, %q, %v; want the three indexed tasks, newest first", ids(ts), next, err)
+			}
+			// A creation more than MaxTTL later drops every older member.
+			last := create(now.Add(tasks.MaxTTL + 2*time.Hour))
+			if got := members(); !slices.Equal(got, []string{"~", last}) {
+				t.Errorf("index after MaxTTL = %v, want the marker and %s", got, last)
+			}
+
+			off := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})
+			if _, err := off.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, Now: now}); err != nil {
+				t.Fatal(err)
+			}
+			if keys := (&keyChecker{t: t, c: rc, s: off}).scan(); slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, "all") }) {
+				t.Errorf("a store with the index off wrote %v", keys)
+			}
+			if _, _, err := off.ListAll(ctx, nil, "", 10, now); err == nil {
+				t.Error("ListAll of a store with the index off succeeded")
+			}
+		})
+	}
+}
+
+// The index of all tasks costs a creation one command: a ZADD, inside the
+// create script (no round trip of its own), measured with INFO
+// commandstats against a store with the index off, creations interleaved,
+// on a redis-server, with and without dispatching to a queue (the
+// difference by command, connection upkeep of the client left out). (The hourly
+// upkeep is in the warm-up creation.) On a Redis Cluster the ZADD runs in
+// an EVAL pipelined after the create script: two commands, logged.
+func TestAllIndexCommandsPerCreate(t *testing.T) {
+	const rounds = 40
+	measure := func(t *testing.T, rc rueidis.Client, admin func() map[string]int64, dispatch bool) (on, off int64, extra map[string]int64) {
+		ctx := t.Context()
+		mk := func(maxIndexed int) *Store {
+			prefix := uniquePrefix()
+			o := &Options{Prefix: prefix, MaxIndexed: maxIndexed}
+			if dispatch {
+				o.Queue = redisqueue.New(rc, &redisqueue.Options{Key: prefix + "{queue}"})
+			}
+			return New(rc, o)
+		}
+		stores := [2]*Store{mk(0), mk(-1)}
+		now := midHour()
+		create := func(s *Store, i int) {
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Warm-up: the scripts loaded (on every master of a cluster: 30
+		// random ids miss one of three with odds of 1 in 60,000), the
+		// index's upkeep of this hour done.
+		for _, s := range stores {
+			for range 30 {
+				create(s, 0)
+			}
+		}
+		extra = map[string]int64{}
+		var totals [2]int64
+		for i := range rounds {
+			for k, s := range stores {
+				before := admin()
+				create(s, i+1)
+				after := admin()
+				n, _ := testredis.Sent(before, after)
+				totals[k] += n
+				for name, calls := range after {
+					d := calls - before[name]
+					if k == 0 {
+						extra[name] += d
+					} else {
+						extra[name] -= d
+					}
+				}
+			}
+		}
+		// Connection upkeep (a client that opens a connection meanwhile:
+		// HELLO, CLIENT, CLUSTER, PING) is no creation's.
+		for name, d := range extra {
+			if d == 0 || name == "info" || name == "hello" || name == "ping" || name == "readonly" ||
+				strings.HasPrefix(name, "client|") || strings.HasPrefix(name, "cluster|") {
+				delete(extra, name)
+			}
+		}
+		return totals[0], totals[1], extra
+	}
+	for _, dispatch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("redis-server/dispatch=%v", dispatch), func(t *testing.T) {
+			rc := testredis.Client(t, "redis-server")
+			on, off, extra := measure(t, rc, func() map[string]int64 { return testredis.CommandCalls(t, rc) }, dispatch)
+			t.Logf("commands per create: %.2f with the index, %.2f without (%d creations each); the difference by command: %v",
+				float64(on)/rounds, float64(off)/rounds, rounds, extra)
+			if len(extra) != 1 || extra["zadd"] != rounds {
+				t.Errorf("the index cost %v over %d creations, want exactly one ZADD each", extra, rounds)
+			}
+		})
+	}
+	t.Run("cluster", func(t *testing.T) {
+		rc := testredis.Client(t, "cluster")
+		cl := testredis.SharedCluster(t)
+		admin := func() map[string]int64 {
+			sum := map[string]int64{}
+			for _, n := range cl.Masters(t) {
+				for name, calls := range testredis.CommandCalls(t, n.Client()) {
+					sum[name] += calls
+				}
+			}
+			return sum
+		}
+		on, off, extra := measure(t, rc, admin, false)
+		t.Logf("Redis Cluster: commands per create: %.2f with the index, %.2f without; the difference by command: %v",
+			float64(on)/rounds, float64(off)/rounds, extra)
+		if len(extra) != 2 || extra["zadd"] != rounds || extra["eval"] != rounds {
+			t.Errorf("on a Redis Cluster the index cost %v over %d creations, want an EVAL and its ZADD each", extra, rounds)
+		}
+	})
+}
+
+// An index entry whose task is gone (expired before an upkeep dropped it)
+// is skipped, and a page of such entries does not end the listing early.
+func TestListAllSkipsGone(t *testing.T) {
+	rc := testredis.Client(t, "redis-server")
+	s := New(rc, &Options{Prefix: uniquePrefix()})
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	keep := tasks.NewID()
+	if _, err := s.Create(ctx, &tasks.NewTask{ID: keep, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	// 60 entries newer than it whose tasks are gone.
+	for i := range 60 {
+		if err := rc.Do(ctx, rc.B().Zadd().Key(s.allKeys[0]).ScoreMember().ScoreMember(float64(now.UnixMilli()+int64(i)+1), tasks.NewID()).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, next, err := s.ListAll(ctx, nil, "", 5, now.Add(time.Second))
+	if err != nil || len(ts) != 1 || ts[0].ID != keep || next != "" {
+		t.Errorf("ListAll = %v, %q, %v; want only %s", ids(ts), next, err, keep)
+	}
+}
+
+func ids(ts []*tasks.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// BenchmarkCreateIndexed measures Create on a redis-server with the index
+// of all tasks and without it, interleaved: each iteration creates a task
+// in a store with the index, then one in a store without, and the two
+// are reported side by side (ns/create-indexed, ns/create-unindexed).
+func BenchmarkCreateIndexed(b *testing.B) {
+	rc := testredis.Client(b, "redis-server")
+	now := midHour()
+	stores := [2]*Store{New(rc, &Options{Prefix: uniquePrefix()}), New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})}
+	var spent [2]time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		for k, s := range stores {
+			start := time.Now()
+			if _, err := s.Create(b.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Microsecond)}); err != nil {
+				b.Fatal(err)
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(i), "ns/create-indexed")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(i), "ns/create-unindexed")
+}
