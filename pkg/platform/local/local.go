@@ -292,7 +292,7 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 	return run(ctx, b, log, *addr, serveHTTP, workers, beside)
 }
 
-func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
+func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start(nil) }
 
 // run serves b until ctx ends or the HTTP server fails, then stops the
 // server, the workers and the sweeper, and returns only when all of them
