@@ -510,7 +510,7 @@ type options struct {
 // and the Redis queue (redisqueue.Options.Now) read it, so sleeps, input
 // deadlines, retries and poll advice follow it. Keys expire on the Redis
 // server's own clock: pass an embedded Redis that follows now too
-// (embedredis.StartWith). For tests (pkg/platform/local/localtest).
+// (embedredis.Start). For tests (pkg/platform/local/localtest).
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -649,21 +649,6 @@ func AppNames(apps []*tasks.App) string {
 		names[i] = a.Implementation().Name
 	}
 	return strings.Join(names, ", ")
-}
-
-// Open builds a bundle from the environment read through getenv
-// (os.Getenv when nil): the configuration of [FromEnv], and the app among
-// apps that MCPTASKS_APP names (the first when unset).
-func Open(ctx context.Context, getenv func(string) string, log *slog.Logger, apps []*tasks.App, opts ...Option) (*Bundle, error) {
-	cfg, err := FromEnv(getenv)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
-	}
-	app, err := Select(apps, cfg.App)
-	if err != nil {
-		return nil, fmt.Errorf("MCPTASKS_APP: %w", err)
-	}
-	return New(ctx, cfg, log, app, opts...)
 }
 
 // New connects to Redis (or starts the embedded one), builds the queue

@@ -153,7 +153,7 @@ func TestClientMistakesAreNotErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := New(t.Context(), cfg, log, &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		b, err := New(t.Context(), cfg, log, &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestMaxLiveTasks(t *testing.T) {
 		t.Fatalf("3: %v %v", cfg.MaxLiveTasks, err)
 	}
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestJobsSwitch(t *testing.T) {
 	}
 	cfg, _ := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": "off"}))
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestLease(t *testing.T) {
 		t.Fatalf("4s: lease %v visibility %v (%v)", cfg.Lease, cfg.Visibility, err)
 	}
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestRedisWaitNeedsRedisURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_REDIS_WAIT needs REDIS_URL") {
 		t.Fatalf("New with MCPTASKS_REDIS_WAIT on the embedded Redis: %v", err)
 	}

@@ -318,7 +318,7 @@ func reachable(addr net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
+func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start(nil) }
 
 // run serves b on ln (nil: no HTTP) until ctx ends or the HTTP server
 // fails, then stops the server, the workers and the sweeper, and returns

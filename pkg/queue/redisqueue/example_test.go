@@ -15,7 +15,7 @@ import (
 // of its id (on a Redis Cluster, beside the task's own keys), and the
 // consumers of a process take the shards in turn.
 func ExampleQueue_KeysFor() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()
@@ -42,7 +42,7 @@ func ExampleQueue_KeysFor() {
 // commit does when it dispatches through the queue): the consumer handles
 // it next without a receive.
 func ExampleQueue_TakeHandBack() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()
@@ -87,7 +87,7 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 // worker renewing its lease does: if its process dies, the message comes
 // back when the last deferral runs out, not a visibility timeout later.
 func ExampleQueue_Defer() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()
