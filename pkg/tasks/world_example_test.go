@@ -21,7 +21,7 @@ import (
 // exampleServer is a tasks server on an embedded Redis, served over
 // HTTP (its callback URLs too); the workers are driven by hand.
 func exampleServer() (srv *tasks.Server, url string, stop func()) {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))

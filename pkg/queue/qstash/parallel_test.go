@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcptasks/mcptasks/internal/fakeqstash"
-	"github.com/mcptasks/mcptasks/internal/testredis"
+	"github.com/mcptasks/mcptasks/internal/testkit/fakeqstash"
+	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -26,7 +26,7 @@ func TestParallelStep(t *testing.T) {
 	srv := fakeqstash.Start(t)
 	rc := testredis.Client(t, "redis-server")
 	store := redisstore.New(rc, &redisstore.Options{Prefix: "qs" + tasks.NewID() + ":"})
-	q, err := qstash.New(qstash.Options{Token: srv.Token, Destination: workerURL, BaseURL: srv.URL})
+	q, err := qstash.New(srv.Token, workerURL, &qstash.Options{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
