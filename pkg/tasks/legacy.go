@@ -189,7 +189,9 @@ func (s *Server) legacyGetTask(ctx context.Context, owner, id string) (mcp.Resul
 // step to stop and the task to end, since that revision has the task
 // cancelled before the response: cancelled, or the outcome the step
 // reached first when it was the last; a step that outlasts the wait leaves
-// the task working with its cancellation requested.
+// the task working with its cancellation requested. Once the store took
+// the request, the answer is never an error for want of a read after it:
+// the task as last read, with the status the request left it in.
 func (s *Server) legacyCancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
 	t, err := s.lookup(ctx, owner, id, methodCancel)
 	if err != nil {
@@ -198,17 +200,30 @@ func (s *Server) legacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 	if t.Status.Terminal() {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("cannot cancel task: already in terminal status '%s'", t.Status)}
 	}
-	if _, err := s.cancelTask(ctx, owner, id); err != nil {
+	st, err := s.requestCancel(ctx, owner, id)
+	if err != nil {
 		return nil, err
 	}
+	before := t
 	wctx, cancel := context.WithTimeout(ctx, min(legacyCancelWait, s.holdBudget()))
 	defer cancel()
 	t, err = s.watch(wctx, owner, id, methodCancel, cancelPoll, nil)
-	switch {
-	case err != nil && t == nil && wctx.Err() != nil:
-		return nil, storeUnavailable() // not one reading within the wait
-	case err != nil && (t == nil || wctx.Err() == nil):
-		return nil, err
+	var je *jsonrpc.Error
+	if err != nil && errors.As(err, &je) && je.Code == CodeInvalidParams {
+		return nil, err // gone meanwhile (expired)
+	}
+	if t == nil {
+		// Not one reading after the request (the store slow or failing
+		// within the wait): the cancellation is requested all the same,
+		// and the answer is the task as read before, with the status the
+		// request left it in. A failed read after one that succeeded
+		// leaves the answer that one.
+		c := *before
+		c.CancelRequested = true
+		if st != "" {
+			c.Status = st
+		}
+		t = &c
 	}
 	if t.CancelRequested && !t.Status.Terminal() {
 		t.StatusMessage = "cancellation requested; the step in flight ends first"

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,11 +32,14 @@ type legacyServer struct {
 	release chan struct{}
 }
 
-func newLegacyServer(t *testing.T, opts tasks.Options) *legacyServer {
+func newLegacyServer(t *testing.T, opts tasks.Options, wrap ...func(tasks.Store) tasks.Store) *legacyServer {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	rc := testredis.Client(t, "redis-server")
-	store := redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + tasks.NewID() + ":"})
+	var store tasks.Store = redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + tasks.NewID() + ":"})
+	for _, w := range wrap {
+		store = w(store)
+	}
 	opts.Logger = quiet
 	opts.Principal = func(_ context.Context, extra *mcp.RequestExtra) string {
 		if extra != nil && extra.Header != nil {
@@ -639,5 +643,69 @@ func TestLegacyCancelWaitsForRunningStep(t *testing.T) {
 	var after legacyTask
 	if err := json.Unmarshal(l.send("alice", v1125, call(8, "tasks/get", map[string]any{"taskId": id})).one(t).Result, &after); err != nil || after.Status != "cancelled" {
 		t.Errorf("tasks/get after the step ended: %+v (%v)", after, err)
+	}
+}
+
+// stallAfterCancel is a store whose reads stall (ignoring their context)
+// once a cancellation was requested, until release is closed: a store
+// too slow to answer within a request's budget.
+type stallAfterCancel struct {
+	tasks.Store
+	cancelled atomic.Bool
+	release   chan struct{}
+}
+
+func (s *stallAfterCancel) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
+	st, ended, err := s.Store.Cancel(ctx, owner, id, now)
+	s.cancelled.Store(true)
+	return st, ended, err
+}
+
+func (s *stallAfterCancel) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+	if s.cancelled.Load() {
+		<-s.release
+	}
+	return s.Store.Get(context.WithoutCancel(ctx), owner, id)
+}
+
+// A 2025-11-25 tasks/cancel whose cancellation the store took answers the
+// task cancelled or with its cancellation requested even when no read of
+// the task succeeds afterwards within the wait (a loaded store): not an
+// error that would tell the client the cancel failed.
+func TestLegacyCancelAnswersWithoutAReadAfter(t *testing.T) {
+	stall := &stallAfterCancel{release: make(chan struct{})}
+	t.Cleanup(func() { close(stall.release) })
+	l := newLegacyServer(t, tasks.Options{MaxDuration: 2 * time.Second, StoreTimeout: 100 * time.Millisecond},
+		func(s tasks.Store) tasks.Store { stall.Store = s; return stall })
+	cancel := func(id string) legacyTask {
+		t.Helper()
+		var got legacyTask
+		m := l.send("alice", v1125, call(7, "tasks/cancel", map[string]any{"taskId": id})).one(t)
+		if err := json.Unmarshal(m.Result, &got); err != nil || got.TaskID != id {
+			t.Fatalf("tasks/cancel: %+v %s (%v)", m.Error, m.Result, err)
+		}
+		return got
+	}
+	// Queued, no step in flight: the request cancels it at once.
+	queued := l.create("alice", "nap", nil)
+	if got := cancel(queued.TaskID); got.Status != "cancelled" {
+		t.Errorf("tasks/cancel of a queued task, no read after: %+v, want cancelled", got)
+	}
+	// A step in flight: working, its cancellation requested.
+	stall.cancelled.Store(false)
+	running := l.create("alice", "stubborn", nil)
+	advanced := make(chan error, 1)
+	go func() {
+		_, err := l.srv.Advance(context.Background(), running.TaskID)
+		advanced <- err
+	}()
+	<-l.started
+	got := cancel(running.TaskID)
+	l.release <- struct{}{}
+	if err := <-advanced; err != nil {
+		t.Errorf("advance: %v", err)
+	}
+	if got.Status != "working" || !strings.Contains(got.StatusMessage, "cancellation requested") {
+		t.Errorf("tasks/cancel with a step in flight, no read after: %+v, want working with its cancellation requested", got)
 	}
 }

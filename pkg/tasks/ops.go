@@ -44,11 +44,20 @@ func (s *Server) getTask(ctx context.Context, owner, id string) (_ mcp.Result, e
 // requested (a parked task becomes cancelled at once, a running one at its
 // next step boundary; a terminal task stays as it is), or -32602 as for
 // getTask.
-func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
+func (s *Server) cancelTask(ctx context.Context, owner, id string) (mcp.Result, error) {
+	if _, err := s.requestCancel(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	return &ack{ResultType: "complete"}, nil
+}
+
+// requestCancel requests the cancellation of owner's task id, as
+// cancelTask answers it, and returns the task's status after the request.
+func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ Status, err error) {
 	ctx, span := s.requestSpan(ctx, methodCancel, "", id)
 	defer func() { endSpan(span, err) }()
 	if !ValidID(id) {
-		return nil, errUnknownTask(id)
+		return "", errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
@@ -62,7 +71,7 @@ func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 	})
 	st, ended := c.st, c.ended
 	if errors.Is(err, ErrNotFound) {
-		return nil, errUnknownTask(id)
+		return "", errUnknownTask(id)
 	}
 	if st != "" {
 		s.audit(ctx, AuditCancelRequested, owner, id, slog.String("status", string(st)))
@@ -77,9 +86,9 @@ func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 	if err != nil {
 		s.log.Error("tasks/cancel failed", "task", id, "err", err)
 		s.storeFailed(ctx, "cancel")
-		return nil, storeUnavailable()
+		return "", storeUnavailable()
 	}
-	return &ack{ResultType: "complete"}, nil
+	return st, nil
 }
 
 // updateTask answers tasks/update for owner: it checks each response
