@@ -17,6 +17,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,6 +317,15 @@ func checkSAMTemplate(t *testing.T, dir string) {
 	// Every variable the template sets is one the bundle reads.
 	read := map[string]bool{}
 	_, _ = bundle.FromEnv(func(k string) string { read[k] = true; return "" })
+	// Workers make callback URLs (tasks.Callback), which the MCP
+	// function's URL serves.
+	wenv, _ := at(resources, "WorkerFunction", "Properties", "Environment", "Variables").(map[string]any)
+	if got, want := fmt.Sprint(wenv["MCPTASKS_PUBLIC_URL"]), fmt.Sprint(map[string]any{"Fn::GetAtt": []any{"McpFunctionUrl", "FunctionUrl"}}); got != want {
+		t.Errorf("WorkerFunction's MCPTASKS_PUBLIC_URL = %v, want !GetAtt McpFunctionUrl.FunctionUrl", got)
+	}
+	for k := range maps.Keys(wenv) {
+		env[k] = wenv[k]
+	}
 	for k := range env {
 		if !read[k] {
 			t.Errorf("template sets %s, which bundle.FromEnv never reads", k)
@@ -409,7 +419,7 @@ func checkVercelConfig(t *testing.T, dir string) {
 			t.Errorf("rewrite %s → %s: no such function", r.Source, r.Destination)
 		}
 	}
-	for _, src := range []string{"/mcp", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/:path*"} {
+	for _, src := range []string{"/mcp", "/callbacks/:path*", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/:path*"} {
 		if rewrites[src] != "/api/mcp" {
 			t.Errorf("rewrite of %s = %q, want /api/mcp", src, rewrites[src])
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -247,6 +248,18 @@ func TestLambdaMCPBootstrap(t *testing.T) {
 	}
 	if r.Error != nil || !strings.Contains(string(r.Result), `"io.modelcontextprotocol/tasks"`) {
 		t.Errorf("server/discover through the MCP bootstrap: %s %+v", r.Result, r.Error)
+	}
+
+	// The Function URL serves callback URLs too: a body of the wrong type
+	// gets the callback handler's 415 (checked before the URL is).
+	cb := lambdart.FunctionURLEvent([]byte("not json"), map[string]string{"content-type": "text/plain"})
+	path := tasks.CallbackPath + tasks.NewID() + "/" + strings.Repeat("A", 43)
+	cb["rawPath"] = path
+	cb["requestContext"].(map[string]any)["http"].(map[string]any)["path"] = path
+	res = fn.invoke(t, "inv-callback", cb)
+	prelude, _, _ = strings.Cut(string(res.Body), "\x00\x00\x00\x00\x00\x00\x00\x00")
+	if err := json.Unmarshal([]byte(prelude), &meta); err != nil || meta.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("a callback POST through the Function URL: prelude %q (%v), want status 415", prelude, err)
 	}
 }
 

@@ -30,7 +30,7 @@ func TestVercelEntryPoints(t *testing.T) {
 	qs := fakeqstash.Start(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/mcp" || strings.HasPrefix(p, "/.well-known/oauth-protected-resource"):
+		case p == "/mcp" || strings.HasPrefix(p, "/callbacks/") || strings.HasPrefix(p, "/.well-known/oauth-protected-resource"):
 			mcpfn.Handler(w, r)
 		case p == "/api/worker":
 			workerfn.Handler(w, r)
@@ -94,6 +94,35 @@ func TestVercelEntryPoints(t *testing.T) {
 	}
 	if tk := c.Get(t, ct.TaskID); tk.Status != "completed" || !strings.Contains(string(tk.Result), "processed 2 parts") {
 		t.Fatalf("task after the deliveries: %+v, want completed", tk)
+	}
+
+	// A callback, routed to the MCP function as vercel.json's rewrite of
+	// /callbacks/ does, under the public URL the QStash worker URL gives.
+	service, jobs := jobService(t)
+	c.Call(t, "tools/call", map[string]any{"name": "transcode", "arguments": map[string]any{"video": "v.mov", "service": service}}).Decode(t, &ct)
+	deliverLast := func() {
+		t.Helper()
+		var last fakeqstash.Publish
+		for _, p := range qs.Published() {
+			if id, err := queue.DecodeMessage(p.Body); err == nil && id == ct.TaskID && !p.Duplicate {
+				last = p
+			}
+		}
+		if status := send(t, qs.Deliver(t, last)); status != http.StatusOK {
+			t.Fatalf("delivery: HTTP %d", status)
+		}
+	}
+	deliverLast()
+	job := nextJob(t, jobs)
+	if !strings.HasPrefix(job.CallbackURL, srv.URL+"/callbacks/"+ct.TaskID+"/") {
+		t.Fatalf("callback URL %s, want it under %s", job.CallbackURL, srv.URL)
+	}
+	if status, body := postJSON(t, job.CallbackURL, `{"output":"s3://out/v.mp4"}`, nil); status != http.StatusAccepted {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	deliverLast() // the MCP function published the resumed task
+	if tk := c.Get(t, ct.TaskID); tk.Status != "completed" || !strings.Contains(string(tk.Result), "s3://out/v.mp4") {
+		t.Fatalf("transcode task after the callback: %+v", tk)
 	}
 
 	cron, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/cron", nil)

@@ -14,7 +14,10 @@
 // shard's entries.
 package slots
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Count is the number of hash slots of a Redis Cluster.
 const Count = 16384
@@ -39,10 +42,14 @@ func Slot(key string) int {
 }
 
 // ShardOf returns the shard (0..n-1) of the task whose keys carry the hash
-// tag {id}.
+// tag {id}. A branch of a task's parallel step, whose id is the task's id,
+// a dot and more (tasks.BranchID), falls on its task's shard.
 func ShardOf(id string, n int) int {
 	if n <= 1 {
 		return 0
+	}
+	if i := strings.IndexByte(id, '.'); i >= 0 {
+		id = id[:i]
 	}
 	return int(crc16(id)) % Count * n / Count
 }

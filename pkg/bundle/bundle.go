@@ -128,6 +128,12 @@ type Config struct {
 	// CronSecret is the bearer token the sweeper endpoint of a Vercel
 	// deployment requires (CRON_SECRET; Vercel Cron sends it).
 	CronSecret string
+	// PublicURL is MCPTASKS_PUBLIC_URL: the public base URL of the MCP
+	// function (https://app.example.com), under which callback URLs are
+	// formed (tasks.Options.PublicURL). Workers need it to make callbacks.
+	// Default: the origin of MCPTASKS_QSTASH_WORKER_URL on Vercel; the
+	// local server's own address for `serve`.
+	PublicURL string
 }
 
 // DefaultClusterShards is the number of shards of the queue and the due
@@ -244,6 +250,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			BypassSecret:      getenv("VERCEL_AUTOMATION_BYPASS_SECRET"),
 		},
 		CronSecret: getenv("CRON_SECRET"),
+		PublicURL:  strings.TrimSpace(getenv("MCPTASKS_PUBLIC_URL")),
 	}
 	var errs []error
 	dur := func(name string, dst *time.Duration, def time.Duration) {
@@ -333,8 +340,25 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := redisstore.CheckPrefix(c.KeyPrefix); err != nil {
 		errs = append(errs, fmt.Errorf("MCPTASKS_KEY_PREFIX=%q: %w", c.KeyPrefix, err))
 	}
-	errs = append(errs, c.checkStore(), c.checkQueue())
+	errs = append(errs, c.checkStore(), c.checkQueue(), c.checkPublicURL())
 	return c, errors.Join(errs...)
+}
+
+// checkPublicURL validates MCPTASKS_PUBLIC_URL, or defaults it to the
+// origin of the QStash worker URL (the deployment's public host).
+func (c *Config) checkPublicURL() error {
+	if c.PublicURL == "" {
+		if u, err := url.Parse(c.QStash.WorkerURL); c.Queue == QueueQStash && err == nil && u.Host != "" {
+			c.PublicURL = u.Scheme + "://" + u.Host
+		}
+		return nil
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("MCPTASKS_PUBLIC_URL=%q: want the absolute http(s) URL the MCP function is reached at, such as https://app.example.com", c.PublicURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return nil
 }
 
 // checkQueue validates the queue selection and what it needs, and sets the
@@ -486,7 +510,7 @@ type options struct {
 // and the Redis queue (redisqueue.Options.Now) read it, so sleeps, input
 // deadlines, retries and poll advice follow it. Keys expire on the Redis
 // server's own clock: pass an embedded Redis that follows now too
-// (embedredis.StartWith). For tests (pkg/platform/local/localtest).
+// (embedredis.Start). For tests (pkg/platform/local/localtest).
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -627,21 +651,6 @@ func AppNames(apps []*tasks.App) string {
 	return strings.Join(names, ", ")
 }
 
-// Open builds a bundle from the environment read through getenv
-// (os.Getenv when nil): the configuration of [FromEnv], and the app among
-// apps that MCPTASKS_APP names (the first when unset).
-func Open(ctx context.Context, getenv func(string) string, log *slog.Logger, apps []*tasks.App, opts ...Option) (*Bundle, error) {
-	cfg, err := FromEnv(getenv)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
-	}
-	app, err := Select(apps, cfg.App)
-	if err != nil {
-		return nil, fmt.Errorf("MCPTASKS_APP: %w", err)
-	}
-	return New(ctx, cfg, log, app, opts...)
-}
-
 // New connects to Redis (or starts the embedded one), builds the queue
 // Config selects, the tasks server with app's tools, and the HTTP handler.
 // ctx bounds the building only; what the bundle runs in the background
@@ -752,6 +761,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		MeterProvider:      tel.MeterProvider,
 		Jobs:               tasks.JobOptions{Disable: cfg.NoJobs},
 		Now:                o.now,
+		PublicURL:          cfg.PublicURL,
 	}
 	if app.Options != nil {
 		app.Options(&topts)

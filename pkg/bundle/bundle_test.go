@@ -153,7 +153,7 @@ func TestClientMistakesAreNotErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := New(t.Context(), cfg, log, &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		b, err := New(t.Context(), cfg, log, &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestMaxLiveTasks(t *testing.T) {
 		t.Fatalf("3: %v %v", cfg.MaxLiveTasks, err)
 	}
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestJobsSwitch(t *testing.T) {
 	}
 	cfg, _ := FromEnv(envOf(map[string]string{"MCPTASKS_JOBS": "off"}))
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestLease(t *testing.T) {
 		t.Fatalf("4s: lease %v visibility %v (%v)", cfg.Lease, cfg.Visibility, err)
 	}
 	b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
-		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+		WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestRedisWaitNeedsRedisURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start() }))
+	_, err = New(t.Context(), cfg, slog.New(slog.DiscardHandler), &tasks.App{Name: "t"}, WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_REDIS_WAIT needs REDIS_URL") {
 		t.Fatalf("New with MCPTASKS_REDIS_WAIT on the embedded Redis: %v", err)
 	}
@@ -441,4 +441,35 @@ func TestValuesLargerThanConnectionBuffers(t *testing.T) {
 		}
 	}
 	callBig(ctx, t, b, 300_000, 700_000)
+}
+
+// MCPTASKS_PUBLIC_URL is an absolute http(s) URL, kept without a trailing
+// slash; on QStash it defaults to the worker URL's origin.
+func TestFromEnvPublicURL(t *testing.T) {
+	t.Parallel()
+	qstash := map[string]string{
+		"REDIS_URL": "redis://127.0.0.1:6379", "MCPTASKS_QUEUE": "qstash", "QSTASH_TOKEN": "tok",
+		"QSTASH_CURRENT_SIGNING_KEY": "cur", "MCPTASKS_QSTASH_WORKER_URL": "https://app.example.com/api/worker",
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+		ok   bool
+	}{
+		{map[string]string{}, "", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "https://mcp.example.com/"}, "https://mcp.example.com", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "http://127.0.0.1:8080"}, "http://127.0.0.1:8080", true},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "mcp.example.com"}, "", false},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "ftp://mcp.example.com"}, "", false},
+		{map[string]string{"MCPTASKS_PUBLIC_URL": "https://mcp.example.com/?a=1"}, "", false},
+		{qstash, "https://app.example.com", true},
+	} {
+		cfg, err := FromEnv(func(k string) string { return tc.env[k] })
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "MCPTASKS_PUBLIC_URL")) {
+			t.Errorf("%v: error %v, want ok=%v", tc.env, err, tc.ok)
+		}
+		if tc.ok && cfg.PublicURL != tc.want {
+			t.Errorf("%v: PublicURL %q, want %q", tc.env, cfg.PublicURL, tc.want)
+		}
+	}
 }

@@ -18,7 +18,7 @@
 // may fire up to one tick early; only the long-lived index and queue keys
 // use them.
 //
-// The clock need not be the wall clock: [StartWith] takes the clock of a
+// The clock need not be the wall clock: [Start] takes the clock of a
 // test (pkg/platform/local/localtest), and [Server.Sync] applies its jumps
 // at once.
 package embedredis
@@ -46,19 +46,15 @@ type Server struct {
 	last time.Time // the clock's time at the last Sync
 }
 
-// Options configures [StartWith]. The zero value is what [Start] uses.
+// Options configures [Start]. The zero value (or nil) is the default.
 type Options struct {
 	// Now is the clock keys expire on (default time.Now).
 	Now func() time.Time
 }
 
-// Start runs an embedded Redis on a free loopback port, its keys expiring
-// on the wall clock.
-func Start() (*Server, error) { return StartWith(nil) }
-
-// StartWith runs an embedded Redis on a free loopback port with options
-// (nil means the defaults).
-func StartWith(opts *Options) (*Server, error) {
+// Start runs an embedded Redis on a free loopback port with opts (nil
+// means the defaults).
+func Start(opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts

@@ -12,7 +12,7 @@ import (
 // Keys set with relative and absolute expiries expire on the wall clock;
 // absolute expiries never fire early.
 func TestKeysExpireOnTheWallClock(t *testing.T) {
-	s, err := embedredis.Start()
+	s, err := embedredis.Start(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

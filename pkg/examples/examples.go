@@ -63,7 +63,20 @@ var App = &tasks.App{Name: "examples", Title: "mcptasks examples", Version: Vers
 //   - stoppable_batch (task, optional): processes `parts` parts, offering
 //     the user to stop early (an offer it checks between parts), then
 //     writes a summary; every part runs under the tool's step policy.
+//   - transcode (task, optional): hands a video to a transcoding service
+//     (a fake one in the worker's process, or one on this machine) with a
+//     callback URL, and waits, without any invocation, until the service
+//     calls back (or the wait times out).
+//   - index_documents (task, optional): indexes `documents` documents in a
+//     parallel step, each in a worker invocation of its own, at most
+//     `concurrency` at once.
 func Register(s *tasks.Server) {
+	tasks.AddTool(s, &mcp.Tool{Name: "transcode", Description: "Transcodes a video: hands it to a transcoding service " +
+		"with a callback URL and waits until the service calls back."},
+		tasks.Optional, transcode(s.Options().Logger))
+	tasks.AddTool(s, &mcp.Tool{Name: "index_documents", Description: "Indexes `documents` documents in parallel, " +
+		"each in a worker invocation of its own, then reports the words indexed."},
+		tasks.Optional, indexDocuments(s.Options().Logger))
 	tasks.AddTool(s, &mcp.Tool{Name: "batch_report", Description: "Processes a report in `steps` parts, one durable step per part."},
 		tasks.Optional, batchReport(s.Options().Logger))
 	tasks.AddTool(s, &mcp.Tool{Name: "stoppable_batch", Description: "Processes `parts` parts, one durable step each, " +

@@ -6,7 +6,9 @@ import "time"
 // [Store.Commit] promises (Task.Status, Task.WakeAt, Task.UpdatedAt,
 // Task.StatusMessage, Journal, Attempts): the task is now in status, the
 // attempt counter of its next step is attempts, and woke reports that a
-// sleep (Change.Sleep) was cut short by an answer, so the task runs now.
+// sleep (Change.Sleep) was cut short by an answer, or that the event an
+// await (Change.Await) waits for was delivered already, so the task runs
+// now.
 // Stores call it once their write succeeded.
 func (c *Claim) Committed(ch *Change, status Status, attempts int, woke bool) {
 	c.Attempts = attempts
@@ -36,6 +38,7 @@ const (
 	OpKeep     = "keep"
 	OpRelease  = "release"
 	OpSleep    = "sleep"
+	OpAwait    = "await"
 	OpPark     = "park"
 	OpComplete = "complete"
 	OpFail     = "fail"
@@ -43,8 +46,9 @@ const (
 )
 
 // Op names what ch does, for a store's server-side code to switch on:
-// OpComplete, OpFail or OpCancel end the task, OpPark parks it, OpSleep
-// and OpRelease release it (Change.Sleep), OpKeep keeps the lease.
+// OpComplete, OpFail or OpCancel end the task, OpPark parks it, OpSleep,
+// OpAwait and OpRelease release it (Change.Sleep, Change.Await), OpKeep
+// keeps the lease.
 func (ch *Change) Op() string {
 	switch {
 	case ch.Complete != nil:
@@ -55,6 +59,8 @@ func (ch *Change) Op() string {
 		return OpCancel
 	case ch.Park != nil:
 		return OpPark
+	case ch.Release && ch.Await != "":
+		return OpAwait
 	case ch.Release && ch.Sleep:
 		return OpSleep
 	case ch.Release:

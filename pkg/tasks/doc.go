@@ -17,7 +17,12 @@
 //   - [Step.Offer] puts up a standing input request that the task does not
 //     wait for, and [Step.CheckInput] asks, without blocking, whether it
 //     was answered (see "Offers" below);
-//   - [Step.Status] sets the statusMessage clients see on tasks/get.
+//   - [Step.Status] sets the statusMessage clients see on tasks/get;
+//   - [Callback] and [AwaitCallback] hand a URL to a system outside and
+//     wait for its POST, [AwaitSignal] waits for a [Server.Signal] from the
+//     tool author's own code (see "Waiting on the world" below);
+//   - [All] runs independent branches in worker invocations of their own
+//     and joins them (see "Parallel steps" below).
 //
 // [Do]'s retries, backoff and timeout are options of each step; a tool
 // states its default policy once with the [StepDefaults] tool option, and a
@@ -80,6 +85,65 @@
 //     arrived before the current invocation claimed the task.
 //   - Inline (a client without the extension), offers are neither shown
 //     nor answered: CheckInput reports nothing and sleeps run in full.
+//
+// # Waiting on the world
+//
+// Much slow work is somebody else's: a transcoding service, a CI run, a
+// payment, an approval in another system, which says it is done with a
+// webhook. A task waits for such an event without polling and without any
+// invocation: while it waits its status is working, with no
+// inputRequests (the event is not the client's to give), and the event's
+// delivery resumes it through the queue.
+//
+//   - A callback is a URL: [Callback] makes it (PublicURL + CallbackPath +
+//     task id + a 256-bit token, of which the store keeps a hash), the
+//     handler hands it out inside a [Do] step, and [AwaitCallback] waits
+//     for the first POST of a JSON body that fits the callback's type,
+//     which the body is checked against before it is stored. The URL is
+//     the capability: single-use (a second POST answers 404), bound to its
+//     task and step, expiring with its wait; a URL that names no open
+//     callback answers 404 whatever the reason (unknown, used, expired,
+//     forged, another task's). With [WebhookSecret] it also checks a
+//     Standard Webhooks signature. It takes its request from the moment
+//     Callback returns: a request that comes before the task waits is
+//     kept for it.
+//   - A signal is named: [AwaitSignal] waits for the signal of its name,
+//     which the author's code sends with [Server.Signal] (another tool, a
+//     cron, a queue consumer), with no principal check: the task id is the
+//     address. A signal sent before the task waits is kept (one per name),
+//     so the code that starts the work may signal at once without a race;
+//     a second signal of a name, one after its wait ended and one to an
+//     ended task are refused ([ErrEventClosed]), which makes a repeated
+//     delivery harmless.
+//   - A wait lasts until its [Timeout] (default: the task's life), when
+//     AwaitCallback returns [ErrCallbackTimeout] and AwaitSignal
+//     [ErrSignalTimeout], and the handler goes on as it chooses. The claim
+//     that runs the task after the wait's end closes it, so an event is
+//     either in the journal or refused, never both.
+//   - What a wait brought, or that it timed out, is journaled: a replay
+//     returns the same.
+//   - Events need a store that takes them ([EventStore]); inline (a client
+//     without the extension) a tool that waits on the world goes on as a
+//     task with the async-jobs fallback, and is refused otherwise.
+//
+// # Parallel steps
+//
+// [All] runs one branch per item, each in a worker invocation of its own
+// (at most [Concurrency] at once), and returns their results in order once
+// every branch has finished. A branch's queue message is a branch id
+// ([BranchID]: the task's id, the step's number, the branch's index); its
+// invocation claims the branch under a lease and a fencing generation of
+// its own, replays the handler up to the parallel step (every step before
+// it is journaled) and runs only its own branch, whose result is
+// journaled in the store: a branch that finished never runs again, and a
+// worker that dies loses only its branch's attempt. Each branch has Do's
+// retries; a failed branch fails the join with a [*JoinError] and the
+// others' results. The task waits without any invocation while its
+// branches run; the last one to finish resumes it; cancelling the task
+// stops the branches at their next chance (a running one sees its context
+// cancelled). The sweeper watches a task's branches, so a branch whose
+// message was lost runs anyway. On a store that is not a [Brancher] the
+// branches run one after another as Do steps.
 //
 // # Audit log
 //

@@ -48,15 +48,16 @@ func (c *clock) opts(o *tasks.Options)   { o.Now = c.Now }
 
 // harness is a tasks server on a real Redis, served over httptest.
 type harness struct {
-	// prefix is the harness's own key prefix (redisstore.Options.Prefix).
-	prefix string
-	srv    *tasks.Server
-	store  *redisstore.Store
-	q      *redisqueue.Queue
-	rc     *rtcount.Client
-	c      *mcptest.Client // through the lean tasks/* path
-	sdk    *mcptest.Client // through the go-sdk only
-	clock  *clock
+	// prefix is the harness's own key prefix (redisstore.Options.Prefix);
+	// url is the endpoint's base URL.
+	prefix, url string
+	srv         *tasks.Server
+	store       *redisstore.Store
+	q           *redisqueue.Queue
+	rc          *rtcount.Client
+	c           *mcptest.Client // through the lean tasks/* path
+	sdk         *mcptest.Client // through the go-sdk only
+	clock       *clock
 }
 
 func newHarness(t testing.TB, backend string, opts tasks.Options, register func(*tasks.Server)) *harness {
@@ -85,6 +86,7 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	register(h.srv)
 	ts := httptest.NewServer(tasks.NewHandler(h.srv, nil))
 	t.Cleanup(ts.Close)
+	h.url = ts.URL
 	h.c = mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
 	// The same server without the lean tasks/* path: every request goes
 	// through the go-sdk.

@@ -16,7 +16,7 @@ import (
 // A task tool is straight-line Go over durable steps. Here the worker is
 // driven by hand: each Advance is one queue-triggered invocation.
 func ExampleAddTool() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -150,7 +151,9 @@ func newSDKHandler(srv *mcp.Server, opts *HandlerOptions) http.Handler {
 //  5. The go-sdk's streamable HTTP handler (stateless), whose receiving
 //     middleware answers task tools and tasks/*.
 //
-// GET /healthz answers "ok", and HandlerOptions.Extra mounts further routes.
+// GET /healthz answers "ok", CallbackPath serves the callback URLs of a
+// tasks server (see Callback), and HandlerOptions.Extra mounts further
+// routes.
 func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 	o := opts.defaults()
 	so := o.sdkOptions()
@@ -172,6 +175,11 @@ func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 	if ts.tracing() {
 		h = traceContext(h)
 	}
+	// Callback URLs (Callback), outside authentication and the Origin
+	// check: the URL is the capability.
+	extra := map[string]http.Handler{CallbackPath: ts.callbackHandler()}
+	maps.Copy(extra, o.Extra)
+	o.Extra = extra
 	return o.mount(h, lim)
 }
 

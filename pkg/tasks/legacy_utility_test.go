@@ -18,7 +18,7 @@ import (
 // handler calls for a task-augmented tools/call, tasks/list and
 // tasks/result of a client on that revision. The worker is driven by hand.
 func TestLegacyUtilityOperations(t *testing.T) {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()

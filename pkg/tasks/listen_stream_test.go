@@ -20,7 +20,7 @@ import (
 // accepted, each is sent at once, then at each change, until all have
 // ended. Here a worker invocation ends the task while the stream runs.
 func TestListenStream(t *testing.T) {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()

@@ -20,7 +20,7 @@ import (
 // in flight. The tool's StepDefaults give every part the same policy. Here
 // the worker is driven by hand, and the answer goes straight to the store.
 func ExampleStep_Offer() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()

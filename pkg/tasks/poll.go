@@ -22,6 +22,8 @@ import "time"
 //     within a second or two. A client that keeps reading an unanswered
 //     task backs off geometrically: 11 reads in the first minute with the
 //     default PollInterval, then one per Options.PollMax;
+//   - awaiting an event (a callback, a signal, a parallel step's join),
+//     which may come any moment: as for input_required;
 //   - terminal: PollInterval (nothing changes any more).
 //
 // Every advice lies within [Options.PollMin, Options.PollMax]. It is
@@ -38,7 +40,7 @@ func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duratio
 	switch {
 	case t.Status.Terminal():
 		d = base
-	case t.Status == StatusInputRequired:
+	case t.Status == StatusInputRequired || t.Awaiting != "":
 		d = max(now.Sub(t.UpdatedAt)/2, base)
 		if !t.WakeAt.IsZero() && t.WakeAt.After(now) {
 			d = min(d, t.WakeAt.Sub(now)+base)

@@ -31,6 +31,10 @@ const (
 	// steps at the start go over MRTR; the first other step stops the run
 	// and the task is created with what was gathered.
 	modePreflight
+	// modeBranch runs one branch of a parallel step in a worker: the
+	// handler replays the journal up to the step, which runs the branch
+	// (see All); it takes no other new step.
+	modeBranch
 )
 
 // suspendKind says why a handler run unwound.
@@ -44,6 +48,7 @@ const (
 	suspendStop                         // the claim was lost: write nothing
 	suspendInput                        // inline/preflight: ask over MRTR
 	suspendNeedTask                     // preflight: a durable step is next
+	suspendAwait                        // wait for an event (durable) until `at`
 )
 
 type suspend struct {
@@ -60,6 +65,10 @@ type suspend struct {
 	// why says what a synchronous run cannot do within its call, for a
 	// suspendNeedTask of an inline run (see needTask).
 	why string
+	// await is the event a suspendAwait waits for; fork, the branches it
+	// starts (a parallel step's join).
+	await string
+	fork  *Fork
 }
 
 // nondeterminism is raised when the handler's steps no longer match the
@@ -110,6 +119,16 @@ type run struct {
 	newSteps int
 	stepDone bool // a step finished since the last write: reset attempts
 	charged  bool // the claim's attempt charge was used by a step
+	// opens are waits for events opened since the last write (written
+	// with it); events the payloads the claim read (Claim.Events);
+	// claimed the claim's time, which decides the waits it closed.
+	opens   []EventWait
+	events  map[string]json.RawMessage
+	claimed time.Time
+	// branch is the branch a modeBranch run runs (see All); branchDone
+	// reports that its outcome is written.
+	branch     *branchRef
+	branchDone bool
 }
 
 func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
@@ -126,6 +145,9 @@ func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
 			panic(nondeterminism{fmt.Sprintf("step name %q is used twice; step names must be unique within a task", name)})
 		}
 	}
+	if r.mode == modeBranch {
+		r.strayBranch(name, kind)
+	}
 	return nil, false
 }
 
@@ -139,6 +161,9 @@ func (r *run) mismatch(e *Entry, name string, kind EntryKind) {
 
 // setStatus sets the status message (Step.Status) for a holder of the run.
 func (r *run) setStatus(msg string) {
+	if r.mode == modeBranch {
+		return // a branch writes nothing of its task's
+	}
 	r.statusFresh = r.cursor >= len(r.journal)
 	if r.statusMsg != msg {
 		r.statusMsg = msg

@@ -150,6 +150,13 @@ type Options struct {
 	// clients that do not declare the tasks extension (see [JobOptions]);
 	// the zero value serves it.
 	Jobs JobOptions
+	// PublicURL is the public base URL of the MCP function (scheme and
+	// host, such as https://app.example.com), under which callback URLs
+	// are formed (CallbackPath; see [Callback]). Callbacks are made by
+	// workers, which serve no request to take a host from: without it
+	// Callback returns ErrNoPublicURL. The bundle sets it from
+	// MCPTASKS_PUBLIC_URL.
+	PublicURL string
 }
 
 // anonymousPrincipal owns every task when Options.Anonymous is set.

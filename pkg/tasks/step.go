@@ -76,6 +76,10 @@ type doOptions struct {
 	base, max  time.Duration
 	timeout    time.Duration
 	jitterFrac float64
+	// concurrency bounds the branches of All in flight (Concurrency);
+	// secret is a callback's signing secret (WebhookSecret).
+	concurrency int
+	secret      string
 }
 
 // Retries sets how many times a failing step is retried after its first
@@ -91,7 +95,9 @@ func Backoff(base, max time.Duration) DoOption {
 
 // Timeout bounds one attempt of the step (0: no bound but the
 // invocation's). The attempt's context also ends at the invocation's
-// deadline and when the task is cancelled.
+// deadline and when the task is cancelled. Given to [All], it bounds one
+// attempt of each branch; to [Callback] and [AwaitSignal], it is how long
+// the wait lasts.
 func Timeout(d time.Duration) DoOption { return func(o *doOptions) { o.timeout = d } }
 
 // StepDefaults sets a tool's step policy: opts apply to every [Do] of the

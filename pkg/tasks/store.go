@@ -92,6 +92,9 @@ type Task struct {
 	// that created the task ("" when tracing was off): every later span of
 	// the task joins its trace.
 	TraceParent string
+	// Awaiting is the event a released task waits for (Change.Await): a
+	// callback, a signal or the join of a parallel step; "" when none.
+	Awaiting string
 }
 
 // ExpiresAt is when the task stops being readable.
@@ -158,6 +161,22 @@ const (
 	// The worker that takes over journals it; it is history for operators
 	// (mcptasks inspect): replay skips it.
 	KindLost EntryKind = "lost"
+	// KindCallback records that the callback Name was made (Callback):
+	// Value holds its token, Until the end of its wait.
+	KindCallback EntryKind = "callback"
+	// KindAwait records that the wait for the signal Name was opened
+	// (AwaitSignal): Until is its end.
+	KindAwait EntryKind = "await"
+	// KindEvent is the outcome of the wait for the event Name: its
+	// payload (Value), or Err when the wait timed out ("timeout") or the
+	// payload did not fit.
+	KindEvent EntryKind = "event"
+	// KindFork records that the parallel step Name started its branches
+	// (All): Value holds {"n": branches, "c": concurrency}.
+	KindFork EntryKind = "fork"
+	// KindJoin is the outcome of the parallel step Name once every branch
+	// finished: Value holds {"v": [results], "e": {"index": error}}.
+	KindJoin EntryKind = "join"
 )
 
 // history reports whether entries of kind k are history for operators,
@@ -233,6 +252,12 @@ type Claim struct {
 	// it held the task (it died, or could not write). It is zero when the
 	// task was not leased: created, released, or parked and resumed.
 	Lost time.Time
+	// Events are the payloads of the events delivered to the task so far
+	// (name -> payload), from a store that is an EventStore. A claim with
+	// a lease also closes the task's waits whose Until is at or before its
+	// now: a delivery for them is refused from then on, so what the claim
+	// read is all they ever get.
+	Events map[string]json.RawMessage
 }
 
 // Change is one fenced write by the holder of a claim.
@@ -282,6 +307,21 @@ type Change struct {
 	Cancel   bool
 
 	WakeAt time.Time
+
+	// Open opens waits for events (see EventStore), before the rest of
+	// the change applies. A wait for an event already delivered (a
+	// signal sent before the task waited for it) leaves the delivery as
+	// it is.
+	Open []EventWait
+	// Await, with Release and a WakeAt (the end of the wait), releases the
+	// task to wait for the event Await (Task.Awaiting): status working,
+	// no invocation until a Deliver of that event resumes it, or WakeAt.
+	// If the event was delivered already, the task is released to run
+	// now instead (Claim.Task.WakeAt is then zero).
+	Await string
+	// Fork, with Await set to its Name, starts the branches of a parallel
+	// step (see Brancher), whose last one to finish resumes the task.
+	Fork *Fork
 }
 
 // Store is the durable, shared state of tasks: the only state shared between
@@ -397,8 +437,12 @@ type Store interface {
 // out; and a Claim that finds a live lease makes the message due at that
 // lease's end. (Before the first renewal, the delivery that the claim
 // answers stays hidden for the queue's visibility timeout, which a
-// deployment sets to about the lease.) Explicit enqueues (a sleeping
-// task's chained delay, the sweeper) still go through the Queue.
+// deployment sets to about the lease.) The same holds for the events and
+// branches of an EventStore and a Brancher: a Deliver that resumes a task,
+// a Commit that starts a fork (its first branches), a CommitBranch (the
+// branch's retry, the next branch, the resumed task) and a RenewBranch
+// dispatch in their own writes. Explicit enqueues (a sleeping task's
+// chained delay, the sweeper) still go through the Queue.
 type Dispatcher interface {
 	Dispatches() bool
 }

@@ -72,6 +72,18 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 				next = t.WakeAt
 			}
 			res.Rescheduled++
+		case t.Awaiting != "" && t.WakeAt.After(now):
+			// Awaiting an event; if it is a parallel step's join, its
+			// branches are watched within the grace.
+			open, err := s.watchFork(ctx, id, now, &res)
+			if err != nil {
+				return res, err
+			}
+			next = t.WakeAt
+			if open {
+				next = now.Add(grace)
+			}
+			res.Rescheduled++
 		case t.WakeAt.After(now):
 			next = t.WakeAt
 			res.Rescheduled++

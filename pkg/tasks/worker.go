@@ -43,6 +43,12 @@ type worker struct {
 	// taken or last renewed (see keepLease).
 	renewer LeaseRenewer
 	renewed time.Time
+	// qid is the id the queue carries for this invocation: the task's, or
+	// a branch's (see All).
+	qid string
+	// cancelled, when set, asks whether the branch this worker runs must
+	// stop (see advanceBranch); nil: the store's CancelRequested.
+	cancelled func(ctx context.Context, c *Claim) (bool, error)
 }
 
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
@@ -54,10 +60,13 @@ type worker struct {
 // itself, including its failure, is a nil error.
 func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err error) {
 	if !ValidID(id) {
+		if ref, ok := parseBranchID(id); ok {
+			return s.advanceBranch(ctx, id, ref)
+		}
 		// Never issued (see ValidID): no task, and nothing to redeliver.
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	}
-	w := &worker{s: s, log: s.log}
+	w := &worker{s: s, log: s.log, qid: id}
 	// The step budget runs on the monotonic clock from here; Options.Now
 	// only stamps what is stored (the lease, timestamps).
 	rctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
@@ -121,7 +130,7 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	r := &run{
 		ctx: rctx, mode: modeDurable, taskID: id, journal: replayable(c.Journal), responses: c.Responses,
 		now: s.now, w: w, claim: c, statusMsg: c.Task.StatusMessage, maxValue: s.opts.MaxResultBytes,
-		log: s.log, tool: c.Task.Tool, tramps: s.tramps,
+		log: s.log, tool: c.Task.Tool, tramps: s.tramps, events: c.Events, claimed: now,
 	}
 	if !c.Lost.IsZero() {
 		// The worker before was lost holding the task: history for
@@ -200,7 +209,7 @@ func (w *worker) keepLease(r *run) {
 	if w.renewer == nil || time.Since(w.renewed) < w.s.renewEvery() {
 		return
 	}
-	s, id := w.s, r.taskID
+	s, id := w.s, w.qid
 	// Not bound by the step's budget (a renewal near its end still
 	// matters), but by the renewal interval: a later one is late anyway.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), min(s.opts.StoreTimeout, s.renewEvery()))
@@ -242,7 +251,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		res.Settled = w.s.dispatch
 		return res, nil
 	}
-	ch := &Change{Now: w.s.now(), Append: r.pending}
+	ch := &Change{Now: w.s.now(), Append: r.pending, Open: r.opens}
 	if r.statusDirty {
 		ch.StatusMessage = &r.statusMsg
 	}
@@ -273,6 +282,11 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 			if !out.susp.at.IsZero() {
 				enqueue, enqueueAt = true, out.susp.at
 			}
+		case suspendAwait:
+			ch.Release, ch.WakeAt, ch.Await, ch.Fork = true, out.susp.at, out.susp.await, out.susp.fork
+			// A join needs no message at its (far) end: its last branch
+			// resumes the task, and the sweeper watches the branches.
+			enqueue, enqueueAt = ch.Fork == nil, out.susp.at
 		case suspendCancelled:
 			ch.Cancel = true
 		default:
@@ -313,10 +327,15 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 	}
 	res.Status = c.Task.Status
 	res.Settled = w.s.dispatch
-	if ch.Sleep {
+	if ch.Sleep || ch.Await != "" {
 		// The store may have cut the sleep short (an answer arrived
-		// while the run went on): the task then runs again now.
+		// while the run went on), or found the awaited event delivered:
+		// the task then runs again now.
 		enqueueAt = c.Task.WakeAt
+		enqueue = enqueue || enqueueAt.IsZero()
+	}
+	if ch.Fork != nil && !w.s.dispatch {
+		w.s.enqueueBranches(ctx, c.Task.ID, ch.Fork)
 	}
 	switch {
 	case res.Status.Terminal():
@@ -352,7 +371,7 @@ func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
 // keeping the lease. A lost claim or a task that ended unwinds the run.
 func (w *worker) commitKeep(r *run, ch *Change) {
 	ch.Now = w.s.now()
-	ch.Append = r.pending
+	ch.Append, ch.Open = r.pending, r.opens
 	if r.statusDirty {
 		ch.StatusMessage = &r.statusMsg
 	}
@@ -360,7 +379,7 @@ func (w *worker) commitKeep(r *run, ch *Change) {
 		w.log.Warn("task write failed; stopping this run", "task", r.taskID, "err", err)
 		panic(suspend{kind: suspendStop})
 	}
-	r.pending, r.statusDirty = nil, false
+	r.pending, r.opens, r.statusDirty = nil, nil, false
 	if r.claim.Task.Status.Terminal() {
 		w.auditTerminal(r.ctx, r.claim) // cancellation was requested
 		panic(suspend{kind: suspendStop})
@@ -400,7 +419,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	case r.charged:
 		one := 1
 		w.commitKeep(r, &Change{SetAttempts: &one})
-	case len(r.pending) > 0:
+	case len(r.pending) > 0 || len(r.opens) > 0:
 		w.commitKeep(r, &Change{})
 	}
 	// A status message set before the step (with nothing else to write)
@@ -494,7 +513,11 @@ func (w *worker) runStep(r *run, ctx context.Context, name string, o doOptions, 
 				}
 				continue
 			}
-			if yes, err := w.s.store.CancelRequested(r.ctx, r.claim); err == nil && yes {
+			cancelled := w.s.store.CancelRequested
+			if w.cancelled != nil {
+				cancelled = w.cancelled
+			}
+			if yes, err := cancelled(r.ctx, r.claim); err == nil && yes {
 				scancel(errTaskCancelled)
 			}
 		case <-sctx.Done():

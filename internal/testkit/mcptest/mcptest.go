@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ type Client struct {
 	Caps map[string]any // clientCapabilities sent in _meta
 	// Header is added to every request (e.g. Authorization).
 	Header http.Header
-	id     int
+	id     atomic.Int64 // a Client is safe for concurrent calls
 }
 
 // NewClient returns a client of the endpoint at addr (host:port, path /mcp),
@@ -89,7 +90,7 @@ func (c *Client) Call(t testing.TB, method string, params map[string]any, overri
 // for tests that deliver a request another way (a Lambda event, a handler
 // called directly).
 func (c *Client) Envelope(method string, params map[string]any) ([]byte, http.Header) {
-	c.id++
+	id := c.id.Add(1)
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -104,7 +105,7 @@ func (c *Client) Envelope(method string, params map[string]any) ([]byte, http.He
 		}
 	}
 	params["_meta"] = meta
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")

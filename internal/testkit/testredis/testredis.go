@@ -136,7 +136,7 @@ func Client(tb testing.TB, backend string) rueidis.Client {
 	case "redis-server":
 		return Connect(tb, Start(tb))
 	case "embedded":
-		s, err := embedredis.Start()
+		s, err := embedredis.Start(nil)
 		if err != nil {
 			tb.Fatalf("testredis: %v", err)
 		}

@@ -280,6 +280,19 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 		return errors.New("the worker command and serve --no-worker need REDIS_URL or DATABASE_URL: the embedded Redis lives inside one process")
 	}
 	log := slog.New(slog.NewTextHandler(p.stderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// The address first: a server that cannot listen starts nothing.
+	var ln net.Listener
+	if serveHTTP {
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		defer ln.Close()
+		if cfg.PublicURL == "" {
+			// Callback URLs on this server, for the callers on this
+			// machine (set MCPTASKS_PUBLIC_URL for any other).
+			cfg.PublicURL = "http://" + reachable(ln.Addr())
+		}
+	}
 	b, err := bundle.New(ctx, cfg, log, app, bundle.WithEmbeddedRedis(startEmbedded))
 	if err != nil {
 		return err
@@ -289,31 +302,34 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 	if sa.dashboard {
 		beside = func() (func(), error) { return p.Dashboard(ctx, b, sa.dashboardAddr, p.getenv) }
 	}
-	return run(ctx, b, log, *addr, serveHTTP, workers, beside)
+	return run(ctx, b, log, ln, workers, beside)
 }
 
-func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start() }
-
-// run serves b until ctx ends or the HTTP server fails, then stops the
-// server, the workers and the sweeper, and returns only when all of them
-// have returned (so the caller may close the bundle under nobody). beside,
-// when set, starts what serves beside the endpoint (the dashboard) once
-// the endpoint's address is taken, and returns what stops it.
-func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, addr string, serveHTTP, workers bool, beside func() (func(), error)) error {
-	// The address first: a server that cannot listen starts nothing.
-	var ln net.Listener
-	if serveHTTP {
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
+// reachable is the host:port a client on this machine reaches a listener
+// on addr at: a loopback address for one on every interface.
+func reachable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
 	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func startEmbedded() (bundle.EmbeddedRedis, error) { return embedredis.Start(nil) }
+
+// run serves b on ln (nil: no HTTP) until ctx ends or the HTTP server
+// fails, then stops the server, the workers and the sweeper, and returns
+// only when all of them have returned (so the caller may close the bundle
+// under nobody). beside, when set, starts what serves beside the endpoint
+// (the dashboard) and returns what stops it.
+func run(ctx context.Context, b *bundle.Bundle, log *slog.Logger, ln net.Listener, workers bool, beside func() (func(), error)) error {
+	serveHTTP := ln != nil
 	if beside != nil {
 		stop, err := beside()
 		if err != nil {
-			if ln != nil {
-				ln.Close()
-			}
 			return err
 		}
 		defer stop()

@@ -104,17 +104,15 @@ func FromBundle(b *bundle.Bundle) *Functions {
 // (MCPTASKS_QUEUE=qstash), through hc (nil: a client with a 10 s timeout).
 func WithQStash(hc *http.Client) bundle.Option {
 	return bundle.WithQueue(bundle.QueueQStash, func(_ context.Context, cfg bundle.Config) (tasks.Queue, error) {
-		qo := qstash.Options{
-			Token:       cfg.QStash.Token,
-			Destination: cfg.QStash.WorkerURL,
-			BaseURL:     cfg.QStash.URL,
-			Retries:     cfg.QStash.Retries,
-			HTTPClient:  hc,
+		qo := &qstash.Options{
+			BaseURL:    cfg.QStash.URL,
+			Retries:    cfg.QStash.Retries,
+			HTTPClient: hc,
 		}
 		if cfg.QStash.BypassSecret != "" {
 			qo.Forward = map[string]string{"x-vercel-protection-bypass": cfg.QStash.BypassSecret}
 		}
-		return qstash.New(qo)
+		return qstash.New(cfg.QStash.Token, cfg.QStash.WorkerURL, qo)
 	})
 }
 

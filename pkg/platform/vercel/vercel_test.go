@@ -270,8 +270,7 @@ func TestVercelFunctions(t *testing.T) {
 
 	t.Run("MCPRoutes", func(t *testing.T) {
 		// A direct call to the function path is the MCP endpoint too.
-		c := *d.client
-		c.URL = d.url + "/api/mcp"
+		c := &mcptest.Client{URL: d.url + "/api/mcp", Caps: d.client.Caps, Header: d.client.Header}
 		if r := c.Call(t, "server/discover", nil); r.HTTP != 200 || r.Error != nil {
 			t.Errorf("server/discover on /api/mcp: HTTP %d %+v", r.HTTP, r.Error)
 		}

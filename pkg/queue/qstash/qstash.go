@@ -36,12 +36,6 @@ const DefaultMaxDelay = 7 * 24 * time.Hour
 
 // Options configures a QStash queue.
 type Options struct {
-	// Token is the QStash token (QSTASH_TOKEN). Required.
-	Token string
-	// Destination is the public URL QStash delivers messages to: the
-	// worker function, e.g. https://app.vercel.app/api/worker. It is also
-	// the "sub" of the signature the worker verifies. Required.
-	Destination string
 	// BaseURL is the QStash API (default DefaultURL).
 	BaseURL string
 	// Retries is QStash's delivery retry count (Upstash-Retries); 0 keeps
@@ -74,17 +68,24 @@ type Options struct {
 // to another worker when the lease runs out. A worker killed mid-request
 // also fails QStash's delivery, which QStash retries after its backoff.
 type Queue struct {
-	o Options
+	token, destination string
+	o                  Options
 }
 
-// New returns a QStash queue.
-func New(opts Options) (*Queue, error) {
-	o := opts
-	if o.Token == "" {
+// New returns a QStash queue that publishes with token (QSTASH_TOKEN) to
+// destination, the public URL QStash delivers messages to: the worker
+// function, e.g. https://app.vercel.app/api/worker, which is also the
+// "sub" of the signature the worker verifies. opts may be nil.
+func New(token, destination string, opts *Options) (*Queue, error) {
+	if token == "" {
 		return nil, errors.New("queue: qstash: a token is required")
 	}
-	if !strings.HasPrefix(o.Destination, "https://") && !strings.HasPrefix(o.Destination, "http://") {
-		return nil, fmt.Errorf("queue: qstash: destination %q must be an absolute http(s) URL", o.Destination)
+	if !strings.HasPrefix(destination, "https://") && !strings.HasPrefix(destination, "http://") {
+		return nil, fmt.Errorf("queue: qstash: destination %q must be an absolute http(s) URL", destination)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultURL
@@ -102,7 +103,7 @@ func New(opts Options) (*Queue, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Queue{o: o}, nil
+	return &Queue{token: token, destination: destination, o: o}, nil
 }
 
 // Enqueue implements tasks.Queue: one publish to the destination, with
@@ -122,7 +123,7 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	}
 	body := queue.EncodeMessage(taskID)
 	hdr := http.Header{}
-	hdr.Set("Authorization", "Bearer "+q.o.Token)
+	hdr.Set("Authorization", "Bearer "+q.token)
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Upstash-Deduplication-Id", taskID+"."+strconv.FormatInt(due.UnixMilli(), 10))
 	if due.After(now) {
@@ -143,7 +144,7 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 		hdr.Set("Upstash-Forward-Traceparent", tp)
 	}
 	// QStash takes the destination verbatim after /v2/publish/.
-	endpoint := q.o.BaseURL + "/v2/publish/" + q.o.Destination
+	endpoint := q.o.BaseURL + "/v2/publish/" + q.destination
 	var err error
 	for attempt := 1; attempt <= q.o.Attempts; attempt++ {
 		var retry bool

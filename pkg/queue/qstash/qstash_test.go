@@ -26,14 +26,13 @@ func TestQStashPublish(t *testing.T) {
 	t.Parallel()
 	srv := fakeqstash.Start(t)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 250_000_000, time.UTC)
-	newQ := func(t *testing.T, mod func(*qstash.Options)) *qstash.Queue {
+	newQ := func(t *testing.T, token string, mod func(*qstash.Options)) *qstash.Queue {
 		t.Helper()
-		o := qstash.Options{Token: srv.Token, Destination: workerURL, BaseURL: srv.URL,
-			Now: func() time.Time { return now }}
+		o := &qstash.Options{BaseURL: srv.URL, Now: func() time.Time { return now }}
 		if mod != nil {
-			mod(&o)
+			mod(o)
 		}
-		q, err := qstash.New(o)
+		q, err := qstash.New(token, workerURL, o)
 		if err != nil {
 			t.Fatalf("NewQStash: %v", err)
 		}
@@ -51,7 +50,7 @@ func TestQStashPublish(t *testing.T) {
 	}
 
 	t.Run("Now", func(t *testing.T) {
-		q := newQ(t, nil)
+		q := newQ(t, srv.Token, nil)
 		if err := q.Enqueue(t.Context(), "task-now", time.Time{}); err != nil {
 			t.Fatalf("Enqueue: %v", err)
 		}
@@ -79,7 +78,7 @@ func TestQStashPublish(t *testing.T) {
 
 	t.Run("TraceParentIsForwarded", func(t *testing.T) {
 		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-		if err := newQ(t, nil).Enqueue(queue.WithTraceParent(t.Context(), tp), "task-traced", time.Time{}); err != nil {
+		if err := newQ(t, srv.Token, nil).Enqueue(queue.WithTraceParent(t.Context(), tp), "task-traced", time.Time{}); err != nil {
 			t.Fatalf("Enqueue: %v", err)
 		}
 		p := published(t, "task-traced")[0]
@@ -92,7 +91,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("DelayedIsNotBeforeRoundedUp", func(t *testing.T) {
-		q := newQ(t, func(o *qstash.Options) {
+		q := newQ(t, srv.Token, func(o *qstash.Options) {
 			o.Retries = 4
 			o.Forward = map[string]string{"x-vercel-protection-bypass": "bypass-secret"}
 		})
@@ -116,7 +115,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("SameWakeUpIsDeduplicated", func(t *testing.T) {
-		q := newQ(t, nil)
+		q := newQ(t, srv.Token, nil)
 		at := now.Add(time.Minute)
 		for range 2 {
 			if err := q.Enqueue(t.Context(), "task-dup", at); err != nil {
@@ -130,7 +129,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("TransientFailuresRetryWithSameDedupID", func(t *testing.T) {
-		q := newQ(t, nil)
+		q := newQ(t, srv.Token, nil)
 		srv.FailNext(503, 429)
 		if err := q.Enqueue(t.Context(), "task-flaky", time.Time{}); err != nil {
 			t.Fatalf("Enqueue after two transient failures: %v", err)
@@ -141,7 +140,7 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("ClientErrorsAreNotRetried", func(t *testing.T) {
-		q := newQ(t, func(o *qstash.Options) { o.Token = "wrong" })
+		q := newQ(t, "wrong", nil)
 		err := q.Enqueue(t.Context(), "task-denied", time.Time{})
 		if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "invalid token") {
 			t.Fatalf("Enqueue with a wrong token = %v, want HTTP 401 with QStash's message", err)
@@ -149,13 +148,13 @@ func TestQStashPublish(t *testing.T) {
 	})
 
 	t.Run("Options", func(t *testing.T) {
-		if _, err := qstash.New(qstash.Options{Destination: workerURL}); err == nil {
+		if _, err := qstash.New("", workerURL, nil); err == nil {
 			t.Error("NewQStash without a token succeeded")
 		}
-		if _, err := qstash.New(qstash.Options{Token: "t", Destination: "/api/worker"}); err == nil {
+		if _, err := qstash.New("t", "/api/worker", nil); err == nil {
 			t.Error("NewQStash with a relative destination succeeded")
 		}
-		if got := newQ(t, nil).MaxDelay(); got != qstash.DefaultMaxDelay {
+		if got := newQ(t, srv.Token, nil).MaxDelay(); got != qstash.DefaultMaxDelay {
 			t.Errorf("MaxDelay = %v", got)
 		}
 	})

@@ -27,7 +27,8 @@ import (
 // commands per Poll, and an enqueue reaches an idle consumer as fast as
 // Redis delivers the publication.
 //
-// Each handler's context carries a [HandBack] offer: when the handler's
+// While a handler runs, its consumer's [HandBack] offer stands on the
+// Queue (see [Queue.TakeHandBack]): when the handler's
 // own write settles the message and takes the shard's next due one, the
 // consumer handles that one next, without a receive (on a sharded queue,
 // at most MaxHandBacks in a row, so that the shards still take turns).
@@ -388,7 +389,8 @@ func (g *group) consume(ctx context.Context, h Handler) {
 }
 
 // handle runs h on d and settles d as h says. With offer, h's context
-// carries a HandBack; handle returns the message it took, if any.
+// puts up a HandBack while h runs; handle returns the message it took, if
+// any.
 func (g *group) handle(ctx context.Context, h Handler, d Delivery, offer bool) *Delivery {
 	q, k := g.q, d.shard
 	// Handling is not tied to ctx: a shutdown lets the current message
@@ -396,12 +398,14 @@ func (g *group) handle(ctx context.Context, h Handler, d Delivery, offer bool) *
 	hctx := context.WithoutCancel(ctx)
 	var hb *HandBack
 	var gen uint64
+	withdraw := func() {}
 	if offer {
 		hb = &HandBack{q: q, taskID: d.TaskID, shard: k}
-		hctx = withHandBack(hctx, hb)
+		withdraw = q.offer(hb)
 		gen = g.genOf(k)
 	}
 	settle, err := h(hctx, d.TaskID)
+	withdraw()
 	var held *Delivery
 	learnt := hb != nil && hb.replied
 	if learnt {

@@ -15,7 +15,7 @@ import (
 // of its id (on a Redis Cluster, beside the task's own keys), and the
 // consumers of a process take the shards in turn.
 func ExampleQueue_KeysFor() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()
@@ -41,8 +41,8 @@ func ExampleQueue_KeysFor() {
 // next due message of its shard for the consumer (what redisstore's
 // commit does when it dispatches through the queue): the consumer handles
 // it next without a receive.
-func ExampleQueue_HandBackFor() {
-	redis, _ := embedredis.Start()
+func ExampleQueue_TakeHandBack() {
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()
@@ -59,7 +59,7 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 	_ = q.Enqueue(ctx, "task-1", time.Now().Add(-2*time.Second))
 	_ = q.Enqueue(ctx, "task-2", time.Now().Add(-time.Second))
 	q.Consume(ctx, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		hb := q.HandBackFor(ctx, id)
+		hb := q.TakeHandBack(id)
 		if hb == nil {
 			return redisqueue.Ack, nil
 		}
@@ -87,7 +87,7 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 // worker renewing its lease does: if its process dies, the message comes
 // back when the last deferral runs out, not a visibility timeout later.
 func ExampleQueue_Defer() {
-	redis, _ := embedredis.Start()
+	redis, _ := embedredis.Start(nil)
 	defer redis.Close()
 	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, ForceSingleClient: true, DisableCache: true})
 	defer client.Close()

@@ -1,7 +1,6 @@
 package redisqueue
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
@@ -19,16 +18,18 @@ import (
 // shard's earliest due one.
 const MaxHandBacks = 8
 
-// HandBack is a consumer's offer, carried in its handler's context, to
-// take the next due message of the shard of the message it handles in the
-// same script as the handler's write that settles that message: a store
-// on the same Redis that enqueues through the queue in its own scripts
-// (see [LuaEnqueue]) then saves the consumer its next receive, so that a
-// busy consumer sends one script per message less. Only the script of the
-// write that settles the handled message (a worker's last commit of an
-// invocation: it requeues or removes the message) may take it, once:
+// HandBack is a consumer's offer to take the next due message of the
+// shard of the message it handles in the same script as the handler's
+// write that settles that message: a store on the same Redis that enqueues
+// through the queue in its own scripts (see [LuaEnqueue]; the Redis store
+// with redisstore.Options.Queue) then saves the consumer its next receive,
+// so that a busy consumer sends one script per message less. While a
+// consumer of [Queue.Consume] handles a message, its offer stands on the
+// Queue under the message's task id; only the script of the write that
+// settles the handled message (a worker's last commit of an invocation: it
+// requeues or removes the message) may take it, once:
 //
-//	hb := q.HandBackFor(ctx, taskID) // nil: no offer, do as before
+//	hb := q.TakeHandBack(taskID)     // nil: no offer, do as before
 //	now, receipt := hb.Args()        // passed to the script, which runs
 //	                                 // receive(shard of taskID, now, receipt)
 //	                                 // (LuaReceive) after settling
@@ -53,24 +54,30 @@ type HandBack struct {
 	next           int64
 }
 
-type handBackKey struct{}
-
-// withHandBack returns ctx carrying hb.
-func withHandBack(ctx context.Context, hb *HandBack) context.Context {
-	return context.WithValue(ctx, handBackKey{}, hb)
-}
-
-// HandBackFor returns the offer ctx carries to take, for the consumer of
-// q that handles taskID's message, the next due message of that message's
-// shard (q.KeysFor(taskID)); nil when there is none: ctx is not a handler's
-// of this queue's Consume, or for another task, or its offer was taken
-// already.
-func (q *Queue) HandBackFor(ctx context.Context, taskID string) *HandBack {
-	hb, _ := ctx.Value(handBackKey{}).(*HandBack)
-	if hb == nil || hb.q != q || hb.taskID != taskID || hb.asked {
+// TakeHandBack takes the offer of the consumer of q that handles taskID's
+// message now, in this process: the next due message of that message's
+// shard (q.KeysFor(taskID)). It returns nil when there is none (no
+// consumer of q handles the task here, it made no offer, or the offer was
+// taken already); a second call for the same handling returns nil. If two
+// consumers handle deliveries of the same task at once (a duplicate), the
+// one whose offer is taken handles the message taken: each message is
+// still handled once.
+func (q *Queue) TakeHandBack(taskID string) *HandBack {
+	v, ok := q.offers.LoadAndDelete(taskID)
+	if !ok {
 		return nil
 	}
-	return hb
+	return v.(*HandBack)
+}
+
+// offer puts hb up on q for the duration of its handling, unless another
+// consumer's offer for the same task stands; the returned func takes it
+// down if it was not taken.
+func (q *Queue) offer(hb *HandBack) (withdraw func()) {
+	if _, taken := q.offers.LoadOrStore(hb.taskID, hb); taken {
+		return func() {}
+	}
+	return func() { q.offers.CompareAndDelete(hb.taskID, hb) }
 }
 
 // Args takes the offer and returns the now and receipt arguments of the

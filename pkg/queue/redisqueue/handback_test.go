@@ -29,13 +29,13 @@ return receive(KEYS[1], ARGV[2], ARGV[3])
 func settling(t *testing.T, c rueidis.Client, q *redisqueue.Queue, seen func(ctx context.Context, id string)) redisqueue.Handler {
 	return func(ctx context.Context, id string) (redisqueue.Settle, error) {
 		seen(ctx, id)
-		hb := q.HandBackFor(ctx, id)
+		hb := q.TakeHandBack(id)
 		if hb == nil {
 			return redisqueue.Ack, nil
 		}
 		now, receipt := hb.Args()
-		if q.HandBackFor(ctx, id) != nil {
-			t.Error("a hand-back offer was made twice")
+		if q.TakeHandBack(id) != nil {
+			t.Error("a hand-back offer was taken twice")
 		}
 		key, _ := q.KeysFor(id)
 		m, err := settleScript.Exec(ctx, c, []string{key}, []string{id, now, receipt}).ToMessage()
@@ -188,18 +188,27 @@ func testHandBackRelease(t *testing.T, c rueidis.Client) {
 	receive(t, q, "second")
 }
 
-// An offer is for the handled message's task on its own queue only, and is
-// taken once.
+// An offer is for the handled message's task on its own queue only, stands
+// while the handler runs, and is taken once.
 func testHandBackScope(t *testing.T, c rueidis.Client) {
 	q := redisqueue.New(c, &redisqueue.Options{Key: uniqueKey(t), Visibility: time.Minute, Poll: time.Hour, Logger: logger(t)})
 	other := redisqueue.New(c, &redisqueue.Options{Key: uniqueKey(t)})
-	if q.HandBackFor(t.Context(), "a") != nil {
+	if q.TakeHandBack("a") != nil {
 		t.Error("an offer outside a handler")
 	}
 	mustEnqueue(t, q, "a", time.Time{})
+	mustEnqueue(t, q, "c", time.Now().Add(200*time.Millisecond))
+	mustEnqueue(t, q, "d", time.Now().Add(400*time.Millisecond))
 	got := make(chan [3]bool, 1)
+	standing := make(chan bool, 1)
 	runConsume(t, q, 1, func(ctx context.Context, id string) (redisqueue.Settle, error) {
-		got <- [3]bool{q.HandBackFor(ctx, id) != nil, q.HandBackFor(ctx, "b") != nil, other.HandBackFor(ctx, id) != nil}
+		switch id {
+		case "c": // leaves its offer untaken
+		case "d": // handled after c, by the one consumer: c's offer is down
+			standing <- q.TakeHandBack("c") != nil
+		default:
+			got <- [3]bool{q.TakeHandBack(id) != nil, q.TakeHandBack("b") != nil, other.TakeHandBack(id) != nil}
+		}
 		return redisqueue.Ack, nil
 	})
 	select {
@@ -209,6 +218,14 @@ func testHandBackScope(t *testing.T, c rueidis.Client) {
 		}
 	case <-time.After(patience):
 		t.Fatal("the message was never handled")
+	}
+	select {
+	case st := <-standing:
+		if st {
+			t.Error("an offer stands after its handler returned")
+		}
+	case <-time.After(patience):
+		t.Fatal("the last message was never handled")
 	}
 }
 

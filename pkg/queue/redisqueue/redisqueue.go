@@ -13,6 +13,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,6 +101,9 @@ type Queue struct {
 	// misuse is why this queue cannot run, if it cannot (an enqueue or a
 	// receive then answers it instead of sending a command).
 	misuse error
+	// offers are the HandBack offers of the consumers handling a message
+	// now, by task id (see TakeHandBack).
+	offers sync.Map
 }
 
 // New returns a queue on c, which the caller owns and closes.

@@ -242,7 +242,8 @@ func New(c rueidis.Client, opts *Options) *Store {
 	if o.TracerProvider != nil {
 		s.tracer = o.TracerProvider.Tracer("github.com/mcptasks/mcptasks/pkg/tasks/redisstore")
 		s.names = map[string]string{s.sc.create.sha: "create", s.sc.update.sha: "update", s.sc.claim.sha: "claim",
-			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel", s.sc.renew.sha: "renew"}
+			s.sc.commit.sha: "commit", s.sc.cancel.sha: "cancel", s.sc.renew.sha: "renew", s.sc.deliver.sha: "deliver",
+			s.sc.claimBranch.sha: "claim_branch", s.sc.renewBranch.sha: "renew_branch", s.sc.commitBranch.sha: "commit_branch"}
 	}
 	return s
 }
@@ -327,6 +328,15 @@ func (s *Store) readKeys(id string) []string {
 
 // offersKey is the hash of a task's outstanding offers.
 func (s *Store) offersKey(id string) string { return s.prefix + "{" + id + "}:o" }
+
+// eventsKey is the hash of a task's events (see events.go).
+func (s *Store) eventsKey(id string) string { return s.prefix + "{" + id + "}:e" }
+
+// forkKey is the hash of the branches of a task's n-th parallel step (see
+// branches.go).
+func (s *Store) forkKey(id string, n int) string {
+	return s.prefix + "{" + id + "}:f" + strconv.Itoa(n)
+}
 
 // dueKey is the due-index shard of task id.
 func (s *Store) dueKey(id string) string { return s.dueKeys[slots.ShardOf(id, len(s.dueKeys))] }
@@ -627,7 +637,7 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	defer cancel()
 	t, p, j, r := s.keys(nt.ID)
 	cmds := []rueidis.Completed{
-		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID)).Build(),
+		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID)).Build(),
 		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
 	}
 	if nt.Listed {
@@ -727,7 +737,7 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 		TTL: msDur("ttl"), PollInterval: msDur("poll"),
 		CancelRequested: h["cancel"] == "1",
 		LeaseUntil:      msTime("lease"), WakeAt: msTime("wake"),
-		TraceParent: h["tp"],
+		TraceParent: h["tp"], Awaiting: h["aw"],
 	}
 	if v := h["result"]; v != "" {
 		t.Result = json.RawMessage(v)
@@ -876,7 +886,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id)),
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
 			s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
@@ -917,6 +927,19 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		_ = s.forget(ctx, id, task.Owner)
 		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
 	}
+	cl, err := decodeClaim(id, arr, now, lease)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+	}
+	return cl, nil
+}
+
+// decodeClaim decodes the reply of a claim C (of a task, or of a branch:
+// see branchClaimLua) taken at now for lease.
+func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+	if len(arr) < 9 {
+		return nil, fmt.Errorf("a reply of %d elements", len(arr))
+	}
 	gen, _ := arr[1].AsInt64()
 	att, _ := arr[2].AsInt64()
 	rec, err := arr[4].AsStrSlice()
@@ -924,7 +947,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		err = fmt.Errorf("%d fields, want %d", len(rec), len(claimFields))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
+		return nil, err
 	}
 	h := make(map[string]string, len(claimFields))
 	for i, k := range claimFields {
@@ -935,28 +958,33 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		return nil, err
 	}
 	// The record is as read before the claim: it holds the lease now, and
-	// runs (a task claimed out of input_required is working from here).
+	// runs (a task claimed out of input_required, or out of a wait for an
+	// event, is working from here).
+	task.Awaiting = ""
 	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
 	task.Status = tasks.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s journal: %w", id, err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
 	journal := make([]tasks.Entry, len(raw))
 	for i, e := range raw {
 		if journal[i], err = decodeEntry(e); err != nil {
-			return nil, fmt.Errorf("redisstore: claim %s: journal entry %d: %w", id, i, err)
+			return nil, fmt.Errorf("journal entry %d: %w", i, err)
 		}
 	}
 	resp, err := arr[6].AsStrMap()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: claim %s responses: %w", id, err)
+		return nil, fmt.Errorf("responses: %w", err)
 	}
-	responses := make(map[string]json.RawMessage, len(resp))
-	for k, v := range resp {
-		responses[k] = json.RawMessage(v)
+	evs, err := arr[8].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
-	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: responses, Attempts: int(att)}
+	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: rawMap(resp), Attempts: int(att)}
+	if len(evs) > 0 {
+		cl.Events = rawMap(evs)
+	}
 	if lost, _ := arr[7].AsInt64(); lost > 0 {
 		cl.Lost = time.UnixMilli(lost).UTC()
 	}
@@ -988,7 +1016,12 @@ func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, l
 	return nil
 }
 
-// Commit implements tasks.Store.
+// Commit implements tasks.Store: one script, in one of two modes. A
+// store that dispatches (Options.Queue) keeps the task's queue message and
+// the due index in the script itself, and hands the next message of the
+// task's queue shard back to the consumer that handles this one
+// (commitHandBack). One that does not keeps the due index with commands of
+// its own around the script (dueBefore, indexAfter).
 func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
 	id := c.Task.ID
 	if !tasks.ValidID(id) {
@@ -996,97 +1029,24 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	t, p, j, r := s.keys(id)
 	op := ch.Op()
-	var payload string
-	switch op {
-	case tasks.OpComplete:
-		payload = string(ch.Complete)
-	case tasks.OpFail:
-		b, err := json.Marshal(ch.Fail)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding error: %w", err)
-		}
-		payload = string(b)
-	}
-	hasMsg, msg := "0", ""
-	if ch.StatusMessage != nil {
-		hasMsg, msg = "1", *ch.StatusMessage
-	}
-	att := ""
-	if ch.SetAttempts != nil {
-		att = strconv.Itoa(*ch.SetAttempts)
-	}
-	wake := "0"
-	if !ch.WakeAt.IsZero() {
-		wake = ms(ch.WakeAt)
-	}
-	// Offers put up and withdrawn by the appended entries (see
-	// tasks.Change.Append).
-	var offers, withdrawn []string
-	for _, e := range ch.Append {
-		switch e.Kind {
-		case tasks.KindOffer:
-			offers = append(offers, e.Name, string(e.Value))
-		case tasks.KindWithdraw:
-			withdrawn = append(withdrawn, e.Name)
-		}
-	}
-	var watch []string
-	if op == "sleep" {
-		watch = ch.WakeOn
-	}
-	// A consumer of the queue the store dispatches to that handles this
-	// task's message takes its next message from this write, which
-	// settles it (see redisqueue.HandBack).
 	var hb *redisqueue.HandBack
-	hbNow, hbReceipt := "", ""
-	if s.queue != nil && op != "keep" {
-		if hb = s.queue.HandBackFor(ctx, id); hb != nil {
-			hbNow, hbReceipt = hb.Args()
-		}
+	if s.Dispatches() && op != tasks.OpKeep {
+		hb = s.queue.TakeHandBack(id)
 	}
-	args := make([]string, 0, 16+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch))
-	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
-		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
-		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt)
-	for _, e := range ch.Append {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("redisstore: encoding journal: %w", err)
-		}
-		args = append(args, string(b))
+	args, err := commitArgs(c, ch, op, hb)
+	if err != nil {
+		return err
 	}
-	for k, v := range ch.Park {
-		args = append(args, k, string(v))
+	forkKey := s.forkKey(id, 0)
+	if f := ch.Fork; op == tasks.OpAwait && f != nil {
+		forkKey = s.forkKey(id, f.Number)
 	}
-	args = append(args, offers...)
-	args = append(args, withdrawn...)
-	args = append(args, watch...)
-	// Keep the sweeper's index in step (a hint; see the package doc). A
-	// stale (fenced) commit must never move the index entry later or drop
-	// it: the current holder's entry is what recovers the task if that
-	// holder dies. So only the common "run again now" case rides in the
-	// script's round trip, as a ZADD LT (never later); later times and
-	// removals are written after the commit is known to have succeeded.
 	var after []rueidis.Completed
 	var due time.Time
-	switch {
-	case s.Dispatches(): // the script keeps the due index
-	case op == "keep":
-	case op == "release" && ch.WakeAt.IsZero():
-		key := s.dueKey(id)
-		after = []rueidis.Completed{
-			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
-			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
-		}
-	case op == "park":
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
-	case op == "release", op == "sleep":
-		due = ch.WakeAt.Add(s.grace)
+	if !s.Dispatches() {
+		after, due = s.dueBefore(c, ch, op)
 	}
-	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id)), args, nil, after, true)
+	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
 	arr, err := res.ToArray()
 	if err == nil && hb != nil && len(arr) > 4 {
 		// Recorded even if the write did not replicate: the consumer
@@ -1116,19 +1076,138 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
 	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
-	ended := c.Task.Status.Terminal()
 	if s.Dispatches() {
 		return nil
 	}
-	if woke == 1 {
-		// An answer cut the sleep short: the task runs again now.
+	return s.dueAfter(ctx, c, ch, due, woke == 1)
+}
+
+// commitArgs are the ARGV of commitScript for ch under c, whose op is op;
+// with hb, the script also takes the next message of the task's queue
+// shard for hb's consumer (a store that dispatches: see
+// redisqueue.Queue.TakeHandBack).
+func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
+	var payload string
+	switch op {
+	case tasks.OpComplete:
+		payload = string(ch.Complete)
+	case tasks.OpFail:
+		b, err := json.Marshal(ch.Fail)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding error: %w", err)
+		}
+		payload = string(b)
+	}
+	hasMsg, msg := "0", ""
+	if ch.StatusMessage != nil {
+		hasMsg, msg = "1", *ch.StatusMessage
+	}
+	att := ""
+	if ch.SetAttempts != nil {
+		att = strconv.Itoa(*ch.SetAttempts)
+	}
+	wake := "0"
+	if !ch.WakeAt.IsZero() {
+		wake = ms(ch.WakeAt)
+	}
+	// Offers put up and withdrawn by the appended entries (see
+	// tasks.Change.Append).
+	var offers, withdrawn []string
+	for _, e := range ch.Append {
+		switch e.Kind {
+		case tasks.KindOffer:
+			offers = append(offers, e.Name, string(e.Value))
+		case tasks.KindWithdraw:
+			withdrawn = append(withdrawn, e.Name)
+		}
+	}
+	var watch []string
+	if op == tasks.OpSleep {
+		watch = ch.WakeOn
+	}
+	hbNow, hbReceipt := "", ""
+	if hb != nil {
+		hbNow, hbReceipt = hb.Args()
+	}
+	awaited, fork := "", ""
+	if op == tasks.OpAwait {
+		awaited = ch.Await
+		if f := ch.Fork; f != nil {
+			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
+		}
+	}
+	args := make([]string, 0, 19+len(ch.Append)+2*len(ch.Park)+len(offers)+len(withdrawn)+len(watch)+2*len(ch.Open))
+	args = append(args, strconv.FormatInt(c.Gen, 10), ms(ch.Now), op, hasMsg, msg, att, payload, wake,
+		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
+		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt,
+		awaited, strconv.Itoa(len(ch.Open)), fork)
+	for _, e := range ch.Append {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+		}
+		args = append(args, string(b))
+	}
+	for k, v := range ch.Park {
+		args = append(args, k, string(v))
+	}
+	args = append(args, offers...)
+	args = append(args, withdrawn...)
+	args = append(args, watch...)
+	for i := range ch.Open {
+		w, err := encodeWait(&ch.Open[i])
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: commit %s: %w", c.Task.ID, err)
+		}
+		args = append(args, ch.Open[i].Name, w)
+	}
+	return args, nil
+}
+
+// dueBefore keeps the sweeper's due index in step with a commit of a
+// store that does not dispatch (a hint; see the package doc). A stale
+// (fenced) commit must never move the index entry later or drop it: the
+// current holder's entry is what recovers the task if that holder dies. So
+// only the common "run again now" case rides in the script's round trip
+// (the commands returned, sent after the script), as a ZADD LT (never
+// later); later times (due) and removals are written by dueAfter once
+// the commit is known to have succeeded.
+func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time) {
+	id := c.Task.ID
+	switch {
+	case op == tasks.OpKeep:
+	case op == tasks.OpRelease && ch.WakeAt.IsZero():
+		key := s.dueKey(id)
+		after = []rueidis.Completed{
+			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
+			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
+		}
+	case op == tasks.OpPark:
+		due = c.Task.ExpiresAt()
+		if !ch.WakeAt.IsZero() {
+			due = ch.WakeAt.Add(s.grace)
+		}
+	case op == tasks.OpAwait && ch.Fork != nil:
+		due = ch.Now.Add(s.grace) // the sweeper watches the branches
+	case op == tasks.OpRelease, op == tasks.OpSleep, op == tasks.OpAwait:
+		due = ch.WakeAt.Add(s.grace)
+	}
+	return after, due
+}
+
+// dueAfter writes what dueBefore left for after a successful commit:
+// the task's new due time, or, for a task that ended, its removal from the
+// indexes. woke reports that an answer cut a sleep short: the task runs
+// again now.
+func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, woke bool) error {
+	if woke {
 		due = ch.Now.Add(s.grace)
 	}
 	switch {
-	case ended:
-		return s.forget(ctx, id, c.Task.Owner)
+	case c.Task.Status.Terminal():
+		return s.forget(ctx, c.Task.ID, c.Task.Owner)
 	case !due.IsZero():
-		return s.Schedule(ctx, id, due)
+		return s.Schedule(ctx, c.Task.ID, due)
 	}
 	return nil
 }
@@ -1230,9 +1309,10 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		s.c.B().Hgetall().Key(s.offersKey(id)).Build(),
 		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
 		s.c.B().Hgetall().Key(r).Build(),
-		s.c.B().Get().Key(s.resultKey(id)).Build())
+		s.c.B().Get().Key(s.resultKey(id)).Build(),
+		s.c.B().Hgetall().Key(s.eventsKey(id)).Build())
 	var maps [5]map[string]string
-	for i, k := range []int{0, 1, 2, 4} {
+	for i, k := range []int{0, 1, 2, 4, 6} {
 		m, err := res[k].AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
@@ -1278,6 +1358,27 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	att, _ := strconv.Atoi(h["att"])
 	rec.Attempts = att
 	rec.Claims, _ = strconv.ParseInt(h["gen"], 10, 64)
+	if rec.Events, err = eventsOf(maps[4]); err != nil {
+		return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
+	}
+	var forks []rueidis.Completed
+	for _, e := range rec.Journal {
+		if e.Kind == tasks.KindFork {
+			forks = append(forks, s.c.B().Hgetall().Key(s.forkKey(id, len(forks)+1)).Build())
+		}
+	}
+	if len(forks) > 0 {
+		now := time.Now()
+		for i, r := range s.c.DoMulti(ctx, forks...) {
+			fh, err := r.AsStrMap()
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: inspect %s: fork %d: %w", id, i+1, err)
+			}
+			if len(fh) > 0 {
+				rec.Forks = append(rec.Forks, forkRecord(i+1, fh, now))
+			}
+		}
+	}
 	return rec, nil
 }
 

@@ -428,8 +428,49 @@ func TestEveryKeyExpires(t *testing.T) {
 			c5 = claim(id5, now)
 			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{{Name: "more", Kind: tasks.KindWithdraw}}})
 			k.check("offer withdrawn", tk5, j5, r5)
+
+			// Events: their hash is written by the commit that opens a
+			// wait, by a delivery (a signal before its wait too) and by
+			// the claim that closes a wait.
+			id6 := create(&tasks.NewTask{})
+			tk6, e6 := s.recordAndEvents(id6)
+			if _, err := s.Deliver(ctx, id6, &tasks.Delivery{Name: "early", Payload: json.RawMessage(`1`), Now: now}); err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			k.check("signal buffered", tk6, e6)
+			c6 := claim(id6, now)
+			commit(c6, &tasks.Change{Now: now, Release: true, Await: "hook", WakeAt: now.Add(time.Minute),
+				Open: []tasks.EventWait{{Name: "hook", Kind: tasks.EventCallback, Proof: "ab", Until: now.Add(time.Minute)}}})
+			k.check("await a callback", tk6, e6)
+			claim(id6, now.Add(time.Minute))
+			k.check("wait closed", tk6, e6)
+
+			// A fork: its hash is written by the commit that starts it and
+			// by its branches.
+			id7 := create(&tasks.NewTask{})
+			tk7, e7 := s.recordAndEvents(id7)
+			c7 := claim(id7, now)
+			commit(c7, &tasks.Change{Now: now, Release: true, Await: "index", WakeAt: k.exp[id7],
+				Fork: &tasks.Fork{Name: "index", Number: 1, Branches: 2, Concurrency: 1}})
+			k.check("fork", tk7, e7, s.forkKey(id7, 1))
+			for i := range 2 {
+				bc, err := s.ClaimBranch(ctx, tasks.BranchID(id7, 1, i), now, time.Minute)
+				if err != nil || bc.Claim == nil {
+					t.Fatalf("ClaimBranch: %+v %v", bc, err)
+				}
+				if _, err := s.CommitBranch(ctx, tasks.BranchID(id7, 1, i), bc.Claim.Gen, &tasks.BranchChange{Now: now, Value: json.RawMessage(`1`)}); err != nil {
+					t.Fatalf("CommitBranch: %v", err)
+				}
+			}
+			k.check("joined", tk7, e7, s.forkKey(id7, 1))
 		})
 	}
+}
+
+// recordAndEvents returns a task's record and events keys.
+func (s *Store) recordAndEvents(id string) (t, e string) {
+	t, _, _, _ = s.keys(id)
+	return t, s.eventsKey(id)
 }
 
 // TestKeysVanishAfterTTL checks on Redis's own clock that nothing of a task

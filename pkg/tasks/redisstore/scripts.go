@@ -38,6 +38,9 @@ type script struct {
 //   - handback(now, receipt) takes the next due message of the task's
 //     queue shard for the consumer that handles the task's message (see
 //     redisqueue.HandBack; now empty: none asked), or returns false;
+//   - dispatchID(id, at), holdID(id, at) and undispatchID(id) do the same
+//     for the queue id id of one of the task's branches (see
+//     tasks.BranchID), whose messages share the task's shard;
 //   - due(at) sets the task's time in the due index, dueNew(at) does so
 //     for a new task and refreshes the index's expiry, dueLT(at) sets it
 //     unless it is earlier already, undue(live) removes it (and the task from the
@@ -66,6 +69,9 @@ local function undue(live)
   redis.call('ZREM', DUE, DID)
   if live then redis.call('ZREM', live, DID) end
 end
+local function dispatchID(id, at) enqueue(DQ, DW, id, at, '` + n(queueTTL) + `', false) end
+local function holdID(id, at) hold(DQ, DW, id, at, '` + n(queueTTL) + `') end
+local function undispatchID(id) redis.call('ZREM', DQ, id) end
 `
 }
 
@@ -81,6 +87,9 @@ local function due(at) end
 local function dueNew(at) end
 local function dueLT(at) end
 local function undue(live) end
+local function dispatchID(id, at) end
+local function holdID(id, at) end
+local function undispatchID(id) end
 `
 
 // scripts are a Store's transition scripts, with its dispatch prelude;
@@ -88,16 +97,23 @@ local function undue(live) end
 // Store.indexingLua).
 type scripts struct {
 	create, update, cancel, claim, commit, renew script
+	// deliver: events.go; the branch scripts: branches.go.
+	deliver                                script
+	claimBranch, renewBranch, commitBranch script
 }
 
 func newScripts(prelude, indexing string) scripts {
 	return scripts{
-		create: newScript(prelude+indexing+createLua, false),
-		update: newScript(prelude+updateLua, true),
-		cancel: newScript(prelude+cancelLua, true),
-		claim:  newScript(prelude+claimLua, false),
-		commit: newScript(prelude+commitLua, false),
-		renew:  newScript(prelude+renewLua, true),
+		create:       newScript(prelude+indexing+createLua, false),
+		update:       newScript(prelude+updateLua, true),
+		cancel:       newScript(prelude+cancelLua, true),
+		claim:        newScript(prelude+claimLua, false),
+		commit:       newScript(prelude+commitLua, false),
+		renew:        newScript(prelude+renewLua, true),
+		deliver:      newScript(prelude+deliverLua, false),
+		claimBranch:  newScript(prelude+claimBranchLua, false),
+		renewBranch:  newScript(prelude+renewBranchLua, true),
+		commitBranch: newScript(prelude+commitBranchLua, false),
 	}
 }
 
@@ -136,10 +152,31 @@ func newScript(src string, retryable bool) script {
 const luaTerminal = `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
 local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
+-- idOf(key) is the task id a key's hash tag holds.
+local function idOf(key) return string.match(key, '{([^{}]*)}$') end
 -- ended(key) drops the fields a task that just ended no longer needs (and
 -- its status message): a finished task keeps only what tasks/get shows.
 local function ended(key)
-  redis.call('HDEL', key, 'msg', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim')
+  redis.call('HDEL', key, 'msg', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk')
+end
+-- delivered(e) returns the events delivered to a task (name, payload
+-- pairs) from its events hash e, and closes its waits that ended at or
+-- before now (see events.go).
+local function delivered(e, now)
+  local out = {}
+  local all = redis.call('HGETALL', e)
+  for i = 1, #all, 2 do
+    local v = all[i+1]
+    local c = string.sub(v, 1, 1)
+    if c == 'd' then
+      out[#out+1] = all[i]
+      out[#out+1] = string.sub(v, 3)
+    elseif c == 'o' then
+      local u = string.match(v, '^o%a(%d+):')
+      if u and tonumber(u) <= now then redis.call('HSET', e, all[i], 'x') end
+    end
+  end
+  return out
 end
 `
 
@@ -319,14 +356,15 @@ return {'cancelled', 1}
 // running task.
 var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp"}
 
-// claimScript: KEYS t p j r o; ARGV now leaseMs. A task claimed out of
+// claimScript: KEYS t p j r o e; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
-// Returns {code, gen, att, wake, record, journal, responses, lost} where
+// Returns {code, gen, att, wake, record, journal, responses, lost, events} where
 // code is NF (not found), T (terminal), X (made terminal here: cancellation
 // was requested), L (leased), P (parked for input), W (sleeping until wake)
 // or C (claimed); record is the task hash for T and X, and the values of
 // claimFields for C; lost is the end of the lease a claim C took over (its
-// holder was lost), else 0. L holds the task's message until the live
+// holder was lost), else 0; events the delivered events (see delivered).
+// A claim C ends the task's wait for an event (aw). L holds the task's message until the live
 // lease's end. C leaves the message as the delivery left it: a receipt
 // that runs out with the queue's visibility timeout, which the deployment
 // sets to the lease (bundle: MCPTASKS_QUEUE_VISIBILITY defaults to
@@ -375,15 +413,18 @@ if f.status == 'input_required' then
 else
   redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', ends)
 end
--- The journal and responses unless the task is known to have none.
-local journal, responses = {}, {}
+if f.aw then redis.call('HDEL', KEYS[1], 'aw') end
+-- The journal, responses and events unless the task is known to have
+-- none.
+local journal, responses, events = {}, {}, {}
 if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
 if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
+if f.ev == '1' then events = delivered(KEYS[6], now) end
 -- The record as read (the fields the worker reads): the caller sets the
 -- lease and status it now has.
 local rec = {}
 for i, k in ipairs(CLAIMFIELDS) do rec[i] = f[k] or '' end
-return {'C', gen, att, wake, rec, journal, responses, lease}
+return {'C', gen, att, wake, rec, journal, responses, lease, events}
 `
 
 // renewScript: KEYS t; ARGV gen now leaseMs. Renews the lease of the claim
@@ -400,12 +441,19 @@ holdq(ends)
 return ends
 `
 
-// commitScript: KEYS t p j r o x; ARGV gen now op hasMsg msg attempts
-// payload wake any nPark nAppend nOffer nWithdraw nWatch hbNow hbReceipt,
-// then nAppend
-// entries, nPark park pairs, nOffer offer pairs, nWithdraw withdrawn keys
-// and nWatch watched keys.
-// op: keep | release | sleep | park | complete | fail | cancel.
+// commitScript: KEYS t p j r o x e f; ARGV gen now op hasMsg msg attempts
+// payload wake any nPark nAppend nOffer nWithdraw nWatch hbNow hbReceipt
+// await nOpen fork, then nAppend entries, nPark park pairs, nOffer offer
+// pairs, nWithdraw withdrawn keys, nWatch watched keys and nOpen opened
+// waits (name, encoded wait: see events.go).
+// op: keep | release | sleep | await | park | complete | fail | cancel.
+// Waits are opened before the op applies (a signal delivered before its
+// wait stays delivered). await releases the task to wait for the event
+// await (field aw) until wake, or to run now (woke 1) when it was
+// delivered. fork ("number branches concurrency", or empty) starts a
+// parallel step in f (see branches.go) with await its name: its join is
+// an open event of kind j, its first branches are dispatched, and the
+// task waits without a message (the join or the sweeper brings it back).
 // Returns {code, att, status, woke, handback}: code 0 ok, -1 fenced, -2
 // gone (then without handback), handback what handback(hbNow, hbReceipt)
 // returned once the task's message is settled (false for keep). A
@@ -424,7 +472,8 @@ if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] 
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
 local att = tonumber(h[4] or '0')
 local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
-local i = 16
+local awaited, nopen, fork = ARGV[17], tonumber(ARGV[18]), ARGV[19]
+local i = 19
 -- One RPUSH of the new entries; the journal gets its expiry when this
 -- push created it (a journal that exists has it already).
 if n > 0 and redis.call('RPUSH', KEYS[3], unpack(ARGV, i+1, i+n)) == n then redis.call('PEXPIREAT', KEYS[3], exp) end
@@ -436,14 +485,24 @@ if nof > 0 then redis.call('PEXPIREAT', KEYS[5], exp) end
 i = i + 2*nof
 for k = 1, nw do redis.call('HDEL', KEYS[5], ARGV[i+k]) end
 local watch = i + nw
+local opened = watch + nwatch
+for k = 1, nopen do
+  local name, v = ARGV[opened+2*k-1], ARGV[opened+2*k]
+  local cur = redis.call('HGET', KEYS[7], name)
+  -- A signal delivered before its wait opened stays delivered.
+  if not (cur and string.sub(cur, 1, 2) == 'ds' and string.sub(v, 1, 2) == 'os') then redis.call('HSET', KEYS[7], name, v) end
+end
+if nopen > 0 then redis.call('PEXPIREAT', KEYS[7], exp) end
 -- Every field this commit sets, written by one HSET at the end ('j' and
--- 'of' record that the task has a journal and has made offers).
+-- 'of' record that the task has a journal and has made offers, 'ev' that
+-- it has events).
 local set = {'updated', now}
 if n > 0 then set[#set+1] = 'j'; set[#set+1] = '1' end
 if nof > 0 then set[#set+1] = 'of'; set[#set+1] = '1' end
+if nopen > 0 or fork ~= '' then set[#set+1] = 'ev'; set[#set+1] = '1' end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
-if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'park') then op = 'cancel'; cancelled = true end
+if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'await' or op == 'park') then op = 'cancel'; cancelled = true end
 if ARGV[4] == '1' and not cancelled then
   set[#set+1] = 'msg'; set[#set+1] = ARGV[5]
 end
@@ -460,6 +519,26 @@ if op == 'sleep' then
   end
   if woke == 0 and redis.call('EXISTS', KEYS[5]) == 1 then op = 'park'; np = 0 end
 end
+local forked = false
+if op == 'await' then
+  op = 'release'
+  if fork ~= '' then
+    local no, nb, c = string.match(fork, '^(%d+) (%d+) (%d+)$')
+    redis.call('HSET', KEYS[8], 'n', nb, 'c', c, 'nx', c, 'nd', 0, 'name', awaited)
+    redis.call('PEXPIREAT', KEYS[8], exp)
+    redis.call('HSET', KEYS[7], awaited, 'oj' .. exp .. '::')
+    redis.call('PEXPIREAT', KEYS[7], exp)
+    for b = 0, tonumber(c) - 1 do dispatchID(idOf(KEYS[1]) .. '.' .. no .. '.' .. b, now) end
+    set[#set+1] = 'fk'; set[#set+1] = no
+    forked = true
+  end
+  local v = redis.call('HGET', KEYS[7], awaited)
+  if v and string.sub(v, 1, 1) == 'd' then
+    woke = 1; wake = '0'
+  else
+    set[#set+1] = 'aw'; set[#set+1] = awaited
+  end
+end
 -- A task under a lease has no blocking input (KEYS[2]): the claim that
 -- took it out of input_required deleted it.
 local status
@@ -468,6 +547,9 @@ if op == 'release' then
   if wake == '0' then
     dispatch(now, true)
     dueLT(tonumber(now) + GRACE)
+  elseif forked then
+    undispatch()
+    due(tonumber(now) + GRACE)
   else
     dispatch(wake, true)
     due(tonumber(wake) + GRACE)

@@ -106,6 +106,15 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 		{"List", testList},
 		{"ListAll", testListAll},
 		{"Outstanding", testOutstanding},
+		{"CallbackOnce", testCallbackOnce},
+		{"AwaitResumes", testAwaitResumes},
+		{"AwaitDelivered", testAwaitDelivered},
+		{"WaitTimeout", testWaitTimeout},
+		{"SignalBuffered", testSignalBuffered},
+		{"EventsEnd", testEventsEnd},
+		{"ForkJoin", testForkJoin},
+		{"BranchLease", testBranchLease},
+		{"ForkCancel", testForkCancel},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -214,8 +214,13 @@ type inspection struct {
 	// Attempts is the attempt counter of the next step (live tasks).
 	Attempts int `json:"attempts,omitempty"`
 	// Claims is how many times a worker took the task (live tasks).
-	Claims   int64   `json:"claims,omitempty"`
-	Timeline []event `json:"timeline"`
+	Claims int64 `json:"claims,omitempty"`
+	// Awaiting is the event the task waits for (a callback, a signal, a
+	// parallel step's join).
+	Awaiting string `json:"awaiting,omitempty"`
+	// Forks are its parallel steps and their branches.
+	Forks    []inspect.Fork `json:"forks,omitempty"`
+	Timeline []event        `json:"timeline"`
 	// now is when the record was read: a lease that ended before it was
 	// lost with its worker.
 	now time.Time
@@ -226,8 +231,11 @@ type event struct {
 	At time.Time `json:"at,omitzero"`
 	// Event is created, step, attempt_failed, worker_lost (At: when its
 	// lease ran out, Until: when the task was claimed again), sleep, woke,
-	// input, answered, offer, withdrawn, checked, cancel_requested, or the
-	// terminal status.
+	// input, answered, offer, withdrawn, checked, callback (Until: when
+	// its URL expires), await (a signal's wait, until Until), event (what
+	// a callback or signal brought, or "timeout" in Error), fork (a
+	// parallel step started), branch (one of its branches finished), join,
+	// cancel_requested, or the terminal status.
 	Event      string          `json:"event"`
 	Name       string          `json:"name,omitempty"`
 	Attempt    int             `json:"attempt,omitempty"`
@@ -246,7 +254,7 @@ func newInspection(rec *inspect.Record, now time.Time) *inspection {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt(),
 		Arguments: t.Args, Result: t.Result, Error: t.Error, InputRequests: t.InputRequests,
 		WakeAt: t.WakeAt, LeaseUntil: t.LeaseUntil, CancelRequestedAt: rec.CancelRequestedAt,
-		Claims: rec.Claims,
+		Claims: rec.Claims, Awaiting: t.Awaiting, Forks: rec.Forks,
 	}
 	if !t.Status.Terminal() {
 		in.Attempts = rec.Attempts
@@ -283,6 +291,16 @@ func timeline(rec *inspect.Record) []event {
 			ev.Event = "withdrawn"
 		case tasks.KindCheck:
 			ev.Event = "checked"
+		case tasks.KindCallback:
+			ev.Event, ev.Until = "callback", e.Until
+		case tasks.KindAwait:
+			ev.Event, ev.Until = "await", e.Until
+		case tasks.KindEvent:
+			ev.Event, ev.Value = "event", e.Value
+		case tasks.KindFork:
+			ev.Event, ev.Value = "fork", e.Value
+		case tasks.KindJoin:
+			ev.Event, ev.Value = "join", e.Value
 		default:
 			ev.Event = string(e.Kind)
 		}
@@ -293,6 +311,15 @@ func timeline(rec *inspect.Record) []event {
 			evs[i].At = prev
 		}
 		prev = evs[i].At
+	}
+	for _, f := range rec.Forks {
+		for i, b := range f.Branch {
+			if b.FinishedAt.IsZero() {
+				continue
+			}
+			evs = append(evs, event{At: b.FinishedAt, Event: "branch", Name: fmt.Sprintf("%s[%d]", f.Name, i),
+				Attempt: b.Attempts, DurationMs: b.Took.Milliseconds(), Error: b.Err, Value: b.Value})
+		}
 	}
 	keys := make([]string, 0, len(rec.AnsweredAt))
 	for k := range rec.AnsweredAt {
@@ -352,8 +379,40 @@ func (in *inspection) render(w io.Writer) {
 	for line := range strings.Lines(b.String()) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
+	in.renderForks(w)
 	if now := in.waiting(); now != "" {
 		fmt.Fprintf(w, "\nnow: %s\n", now)
+	}
+}
+
+// renderForks prints the branches of the task's parallel steps that have
+// not finished (the finished ones are in the timeline).
+func (in *inspection) renderForks(w io.Writer) {
+	for _, f := range in.Forks {
+		if f.Finished == f.Branches {
+			continue
+		}
+		fmt.Fprintf(w, "\nparallel step %s: %d of %d branches finished, %d started, %d at once\n", f.Name, f.Finished, f.Branches, f.Dispatched, f.Concurrency)
+		for i, b := range f.Branch {
+			switch b.State {
+			case "done", "failed", "pending":
+				continue
+			}
+			line := fmt.Sprintf("  [%d] %s, attempt %d", i, b.State, b.Attempts)
+			switch b.State {
+			case "running":
+				line += ", lease until " + b.LeaseUntil.Format(clockLayout)
+			case "retrying":
+				line += ", retry at " + b.RetryAt.Format(clockLayout)
+			}
+			if b.LastErr != "" {
+				line += ": last error: " + clip(b.LastErr, 60)
+			}
+			if b.Lost > 0 {
+				line += fmt.Sprintf(" (%d worker(s) lost)", b.Lost)
+			}
+			fmt.Fprintln(w, line)
+		}
 	}
 }
 
@@ -369,6 +428,10 @@ func (in *inspection) what(ev event) string {
 		return "step " + ev.Name
 	case "answered":
 		return "  answered " + ev.Name
+	case "branch":
+		return "  branch " + ev.Name
+	case "fork":
+		return "parallel " + ev.Name
 	case "woke":
 		return "sleep " + ev.Name
 	case "cancel_requested":
@@ -414,6 +477,34 @@ func (in *inspection) detail(ev event) string {
 		return s
 	case "checked":
 		return "found the answer " + clip(string(ev.Value), 50)
+	case "callback":
+		return "URL open until " + ev.Until.Format(stampLayout)
+	case "await":
+		return "waits for the signal until " + ev.Until.Format(stampLayout)
+	case "event":
+		if ev.Error != "" {
+			return ev.Error
+		}
+		return "arrived: " + clip(string(ev.Value), 50)
+	case "fork":
+		var spec struct{ N, C int }
+		_ = json.Unmarshal(ev.Value, &spec)
+		return fmt.Sprintf("%d branches, %d at once", spec.N, spec.C)
+	case "branch":
+		if ev.Error != "" {
+			return fmt.Sprintf("failed after %s, attempt %d: %s", took, ev.Attempt, ev.Error)
+		}
+		return fmt.Sprintf("done in %s, attempt %d: %s", took, ev.Attempt, clip(string(ev.Value), 50))
+	case "join":
+		if ev.Error != "" {
+			return "failed: " + ev.Error
+		}
+		var jv struct {
+			V []json.RawMessage
+			E map[string]string
+		}
+		_ = json.Unmarshal(ev.Value, &jv)
+		return fmt.Sprintf("%d branches joined, %d failed", len(jv.V), len(jv.E))
 	case "completed":
 		return "result: " + resultText(ev.Value)
 	case "failed":
@@ -436,6 +527,17 @@ func (in *inspection) waiting() string {
 		parts = append(parts, "its worker was lost: its lease ran out at "+in.LeaseUntil.Format(stampLayout)+
 			", and the next worker to get it takes it over")
 	}
+	wake := in.WakeAt
+	if in.Awaiting != "" {
+		what := "the event " + in.Awaiting + " (a callback or a signal) until " + wake.Format(stampLayout)
+		for _, f := range in.Forks {
+			if f.Name == in.Awaiting {
+				what = "the branches of its parallel step " + f.Name
+			}
+		}
+		parts = append(parts, "waits, with no worker, for "+what)
+		wake = time.Time{}
+	}
 	if len(in.InputRequests) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {
 			for k := range in.InputRequests {
@@ -446,8 +548,8 @@ func (in *inspection) waiting() string {
 		})
 		parts = append(parts, "waits for input "+strings.Join(keys, ", "))
 	}
-	if !in.WakeAt.IsZero() {
-		parts = append(parts, "due at "+in.WakeAt.Format(stampLayout))
+	if !wake.IsZero() {
+		parts = append(parts, "due at "+wake.Format(stampLayout))
 	}
 	if in.Attempts > 0 {
 		parts = append(parts, fmt.Sprintf("its next step has been claimed %d time(s)", in.Attempts))

@@ -367,3 +367,93 @@ func TestInspectPostgresErrors(t *testing.T) {
 		t.Error("an unreachable database: no error")
 	}
 }
+
+// inspect shows a task's callback and its parallel step: the callback's
+// URL, what came, the step's branches as they finish (in the timeline)
+// and those still running or retrying (after it), and what the task
+// awaits.
+func TestInspectWorld(t *testing.T) {
+	url := testredis.Start(t)
+	opt, err := bundle.RedisOptions(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	prefix := "inspect-" + tasks.NewID()[:8] + ":"
+	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
+	srv := tasks.New(&mcp.Implementation{Name: "fixture", Version: "1"}, nil, store, nopQueue{},
+		&tasks.Options{Anonymous: true, PublicURL: "https://mcp.example.com"})
+	type out struct {
+		Output string `json:"output"`
+	}
+	tokens := make(chan string, 1)
+	tasks.AddTool(srv, &mcp.Tool{Name: "world"}, tasks.Required,
+		func(ctx context.Context, s *tasks.Step, _ struct{}) (*mcp.CallToolResult, error) {
+			cb, err := tasks.Callback[out](s, "transcoded", tasks.Timeout(time.Hour))
+			if err != nil {
+				return nil, err
+			}
+			if _, err := tasks.Do(s, "submit", func(context.Context) (bool, error) { tokens <- cb.URL; return true, nil }); err != nil {
+				return nil, err
+			}
+			if _, err := tasks.AwaitCallback(s, cb); err != nil {
+				return nil, err
+			}
+			_, err = tasks.All(s, "index", []int{0, 1, 2}, func(ctx context.Context, i int) (int, error) {
+				if i == 2 {
+					return 0, errors.New("disk full")
+				}
+				return i * 10, nil
+			}, tasks.Concurrency(2), tasks.Backoff(time.Hour, time.Hour))
+			return nil, err
+		})
+	ctx := t.Context()
+	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
+	t.Cleanup(ts.Close)
+	c := mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	var created mcptest.Task
+	c.Call(t, "tools/call", map[string]any{"name": "world"}).Decode(t, &created)
+	id := created.TaskID
+	advance := func(qid string) {
+		t.Helper()
+		if _, err := srv.Advance(ctx, qid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance(id) // the callback, submit, awaits
+	u := <-tokens
+	resp, err := ts.Client().Post(ts.URL+u[len("https://mcp.example.com"):], "application/json", strings.NewReader(`{"output":"s3://x"}`))
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("callback: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	advance(id)                       // the event, the fork
+	advance(tasks.BranchID(id, 1, 0)) // done
+	advance(tasks.BranchID(id, 1, 1)) // done: branch 2 starts
+	advance(tasks.BranchID(id, 1, 2)) // fails, retried in an hour
+	rec, err := store.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	newInspection(rec, time.Now()).render(&b)
+	got := b.String()
+	for _, want := range []string{
+		"callback transcoded", "URL open until",
+		"event transcoded", `arrived: {"output":"s3://x"}`,
+		"parallel index", "3 branches, 2 at once",
+		"  branch index[0]", "done in", ": 0",
+		"  branch index[1]", ": 10",
+		"parallel step index: 2 of 3 branches finished, 3 started, 2 at once",
+		"[2] retrying, attempt 1, retry at", "last error: disk full",
+		"now: working: waits, with no worker, for the branches of its parallel step index",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, got)
+		}
+	}
+}

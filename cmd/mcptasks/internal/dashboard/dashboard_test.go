@@ -111,7 +111,7 @@ func deploy(t *testing.T, token string) *deployment {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	b, err := bundle.New(ctx, cfg, log, testApp, bundle.WithEmbeddedRedis(func() (bundle.EmbeddedRedis, error) { return embedredis.Start() }))
+	b, err := bundle.New(ctx, cfg, log, testApp, bundle.WithEmbeddedRedis(func() (bundle.EmbeddedRedis, error) { return embedredis.Start(nil) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func ServeWith(t testing.TB, app *tasks.App, o Options) string {
 			eo.Now = o.Clock.Now
 		}
 		var err error
-		embedded, err = embedredis.StartWith(&eo)
+		embedded, err = embedredis.Start(&eo)
 		return embedded, err
 	})}
 	if o.Clock != nil {
