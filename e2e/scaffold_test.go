@@ -27,6 +27,7 @@ import (
 // server started as a process, its tool driven over HTTP through
 // input_required to completed.
 func TestInitModule(t *testing.T) {
+	checkReadmeInit(t)
 	if testing.Short() {
 		t.Skip("builds a module from scratch")
 	}
@@ -149,6 +150,34 @@ func TestInitModule(t *testing.T) {
 	}
 	if len(asked) != 1 || !slices.Contains(statuses, client.StatusInputRequired) || statuses[len(statuses)-1] != client.StatusCompleted {
 		t.Errorf("asked %q, statuses %v; want one question, input_required, then completed", asked, statuses)
+	}
+}
+
+// checkReadmeInit checks that the README's block marked with
+// TestInitModule is the user's way this test takes: init from the
+// checkout, then in the module go mod tidy, its server (built and run as
+// `go run ./cmd/transcode` does) and its tests.
+func checkReadmeInit(t *testing.T) {
+	t.Helper()
+	blocks := markedBlocks(t, "TestInitModule", "e2e/scaffold_test.go")
+	if len(blocks) != 1 || blocks[0].file != "README.md" {
+		t.Fatalf("want one README block marked TestInitModule, got %q", blocks)
+	}
+	var got []string
+	for _, l := range strings.Split(blocks[0].body, "\n") {
+		if l, _, _ = strings.Cut(l, "#"); strings.TrimSpace(l) != "" {
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	want := []string{
+		"go run ./cmd/mcptasks init ../transcode --module example.com/transcode",
+		"cd ../transcode",
+		"go mod tidy",
+		"go run ./cmd/transcode",
+		"go test ./...",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the README's init block runs\n%s\nwhile TestInitModule checks\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -27,7 +27,9 @@
 //     cmd/mcptasks/internal/..., the code only mcptasks uses).
 //  9. Test kits and end-to-end programs: internal/testkit/..., e2e/...,
 //     pkg/client/internal/faketasks. Only tests (and other test kits)
-//     import them.
+//     import them. Beside them, test-only packages: internal/layers (this
+//     rule) and docs (every command the documentation shows names the test
+//     that runs it).
 //
 // Tests may import any layer.
 package layers

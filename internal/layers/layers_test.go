@@ -42,7 +42,7 @@ func rank(p string) int {
 		return 7
 	case prefixed("api", "cmd"):
 		return 8
-	case p == "internal/layers":
+	case p == "internal/layers" || p == "docs":
 		return 9
 	}
 	return -1

@@ -26,7 +26,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/inspect.* and the README's inspect excerpt from this run")
+var update = flag.Bool("update", false, "rewrite testdata/inspect.* and the inspect excerpt of docs/operations.md from this run")
 
 // fakeClock is the engine's clock in the inspect fixture: every time the
 // store records comes from it, so the timeline is the same on every run.
@@ -227,15 +227,16 @@ func golden(t *testing.T, name, got string, write bool) {
 	}
 }
 
-// The README's inspect excerpt sits between these markers, in a text block.
+// docs/operations.md shows the inspect excerpt between these markers, in a
+// text block.
 const (
-	readmeInspectStart = "<!-- inspect excerpt: cmd/mcptasks/internal/cli/testdata/inspect.txt -->\n```text\n"
-	readmeInspectEnd   = "```\n<!-- end of inspect excerpt -->"
+	docInspectStart = "<!-- inspect excerpt: cmd/mcptasks/internal/cli/testdata/inspect.txt -->\n```text\n"
+	docInspectEnd   = "```\n<!-- end of inspect excerpt -->"
 )
 
 // mcptasks inspect on a task that retried a failing step, slept, waited
 // for input, lost a worker and completed: the timeline (text and JSON) is
-// the golden one, and README.md shows the text verbatim. The same history
+// the golden one, and docs/operations.md shows the text verbatim. The same history
 // on the Postgres store shows the same, byte for byte.
 func TestInspect(t *testing.T) {
 	t.Run("redis", func(t *testing.T) { testInspect(t, bundle.StoreRedis) })
@@ -271,23 +272,24 @@ func testInspect(t *testing.T, kind string) {
 	}
 	golden(t, "inspect.json", normalise(r.out.String()), kind == bundle.StoreRedis)
 
-	readme, err := os.ReadFile("../../../../README.md")
+	const doc = "../../../../docs/operations.md"
+	page, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := strings.Index(string(readme), readmeInspectStart)
-	end := strings.Index(string(readme), readmeInspectEnd)
+	start := strings.Index(string(page), docInspectStart)
+	end := strings.Index(string(page), docInspectEnd)
 	if start < 0 || end < start {
-		t.Fatalf("README.md lacks the inspect excerpt markers %q ... %q", readmeInspectStart, readmeInspectEnd)
+		t.Fatalf("docs/operations.md lacks the inspect excerpt markers %q ... %q", docInspectStart, docInspectEnd)
 	}
-	excerpt := string(readme[start+len(readmeInspectStart) : end])
+	excerpt := string(page[start+len(docInspectStart) : end])
 	if *update && kind == bundle.StoreRedis {
-		fresh := string(readme[:start+len(readmeInspectStart)]) + text + string(readme[end:])
-		if err := os.WriteFile("../../../../README.md", []byte(fresh), 0o644); err != nil {
+		fresh := string(page[:start+len(docInspectStart)]) + text + string(page[end:])
+		if err := os.WriteFile(doc, []byte(fresh), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	} else if excerpt != text {
-		t.Errorf("README.md's inspect excerpt differs from this run (go test -run TestInspect -update rewrites it):\n%s", excerpt)
+		t.Errorf("docs/operations.md's inspect excerpt differs from this run (go test -run TestInspect -update rewrites it):\n%s", excerpt)
 	}
 }
 
