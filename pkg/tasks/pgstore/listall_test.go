@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mcptasks/mcptasks/internal/pgschema"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
@@ -116,4 +118,54 @@ func TestStoreUpgradesSchema(t *testing.T) {
 	if from, to, err := pgstore.Migrate(ctx, p, schema); err != nil || from != to || to != pgstore.SchemaVersion {
 		t.Errorf("Migrate after the upgrade = %d, %d, %v; want current", from, to, err)
 	}
+}
+
+// BenchmarkCreateIndexed measures what the index of every task
+// (tasks_created, schema version 2) costs a creation: each iteration
+// creates a task in a schema with the index, then one in a schema of
+// version 1 without it, on one server, and the two are reported side by
+// side (ns/create-indexed, ns/create-unindexed), with the index's size
+// per task (index-bytes/task) and the statements of a ListAll page
+// (statements/page: one).
+func BenchmarkCreateIndexed(b *testing.B) {
+	stmts := &statements{}
+	url := testpg.Start(b)
+	p := testpg.Pool(b, url, func(c *pgxpool.Config) { c.ConnConfig.Tracer = stmts })
+	ctx := b.Context()
+	var stores [2]*pgstore.Store
+	schemas := [2]string{testpg.Schema(b, url), testpg.Schema(b, url)}
+	for k, version := range []int{pgstore.SchemaVersion, 1} {
+		if _, _, err := pgschema.MigrateTo(ctx, p, schemas[k], version); err != nil {
+			b.Fatal(err)
+		}
+		stores[k] = pgstore.New(p, &pgstore.Options{Schema: schemas[k], Migrated: true})
+		b.Cleanup(stores[k].Close)
+	}
+	now := time.Now()
+	var spent [2]time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		for k, s := range stores {
+			start := time.Now()
+			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Microsecond)}); err != nil {
+				b.Fatal(err)
+			}
+			spent[k] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	var size int64
+	if err := p.QueryRow(ctx, `SELECT pg_relation_size(($1::text || '.tasks_created')::regclass)`, schemas[0]).Scan(&size); err != nil {
+		b.Fatal(err)
+	}
+	before := stmts.n.Load()
+	if _, _, err := stores[0].ListAll(ctx, &inspect.Filter{Owner: "alice"}, "", 50, now); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(i), "ns/create-indexed")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(i), "ns/create-unindexed")
+	b.ReportMetric(float64(size)/float64(i), "index-bytes/task")
+	b.ReportMetric(float64(stmts.n.Load()-before), "statements/page")
 }
