@@ -25,21 +25,31 @@ var _ tasks.Lister = (*Store)(nil)
 // List implements tasks.Lister: newest first (by expiry, then id), a page
 // at a time.
 func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
-	if limit <= 0 {
-		limit = tasks.ListPageSize
-	}
-	var afterExp, afterID any
-	if cursor != "" {
-		exp, id, ok := decodeCursor(cursor)
-		if !ok {
-			return nil, "", tasks.ErrBadCursor
-		}
-		afterExp, afterID = exp, id
+	limit, afterExp, afterID, err := pageStart(cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
 	if owner == "" || !storable(owner) {
 		return nil, "", nil
 	}
 	return s.page(ctx, "list", s.sql.list, limit, owner, now.UnixMilli(), afterExp, afterID, int64(limit+1))
+}
+
+// pageStart returns the page size of a listing's page (limit, or
+// tasks.ListPageSize for none) and the sort key and id of the task it
+// starts after (SQL NULLs for the first page), or tasks.ErrBadCursor.
+func pageStart(cursor string, limit int) (size int, afterKey, afterID any, err error) {
+	if limit <= 0 {
+		limit = tasks.ListPageSize
+	}
+	if cursor == "" {
+		return limit, nil, nil, nil
+	}
+	key, id, ok := decodeCursor(cursor)
+	if !ok {
+		return 0, nil, nil, tasks.ErrBadCursor
+	}
+	return limit, key, id, nil
 }
 
 // page runs sql, the statement (named name for its span) of one page of a

@@ -27,16 +27,9 @@ var _ inspect.Lister = (*Store)(nil)
 // selects and that have not expired at now (nor on the database's clock),
 // newest first, a page of up to limit at a time, in one statement.
 func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
-	if limit <= 0 {
-		limit = tasks.ListPageSize
-	}
-	var afterCreated, afterID any
-	if cursor != "" {
-		created, id, ok := decodeCursor(cursor)
-		if !ok {
-			return nil, "", tasks.ErrBadCursor
-		}
-		afterCreated, afterID = created, id
+	limit, afterCreated, afterID, err := pageStart(cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
 	// A task lives at most tasks.MaxTTL: one created earlier has expired,
 	// and the index scan stops there.
