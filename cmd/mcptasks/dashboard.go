@@ -18,7 +18,7 @@ import (
 
 var dashboardCommand = local.Command{
 	Name:    "dashboard",
-	Summary: "the tasks dashboard, a web page of every task read from Redis: dashboard [--addr 127.0.0.1:8090]",
+	Summary: "the tasks dashboard, a web page of every task read from the store: dashboard [--addr 127.0.0.1:8090]",
 	Run: func(ctx context.Context, args []string, stdout io.Writer) error {
 		return runDashboard(ctx, args, stdout, os.Getenv, os.Stderr)
 	},
@@ -31,11 +31,14 @@ newest first, filtered by status, tool, principal and creation time, with
 counts by status; each task's record and timeline (as mcptasks inspect
 shows it), updated live as the task moves; and the operator's actions:
 cancel a task, answer its input requests through a form built from their
-schemas. It reads the deployment's Redis (REDIS_URL, and the deployment's
-MCPTASKS_* settings: key prefix, shards, queue) and acts through the same
-operations as tasks/cancel and tasks/update, on behalf of the task's owner,
-each action audit-logged. For the embedded Redis of a local server, run
-mcptasks serve --dashboard instead.
+schemas. It reads the deployment's store, chosen as the deployment chooses
+it (MCPTASKS_STORE, REDIS_URL, DATABASE_URL, and the deployment's other
+MCPTASKS_* settings: key prefix, shards, schema, queue): Redis at
+REDIS_URL, or PostgreSQL at DATABASE_URL (DATABASE_URL_UNPOOLED for the
+live updates' LISTEN when DATABASE_URL is a pooler's). It acts through the
+same operations as tasks/cancel and tasks/update, on behalf of the task's
+owner, each action audit-logged. For the embedded Redis of a local server,
+run mcptasks serve --dashboard instead.
 
 It is an operator's tool: it listens on a loopback address unless
 MCPTASKS_DASHBOARD_TOKEN is set; the token is then required on every
@@ -68,8 +71,8 @@ func runDashboard(ctx context.Context, args []string, stdout io.Writer, getenv f
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	if cfg.RedisURL == "" {
-		return errors.New("dashboard reads the deployment's Redis: set REDIS_URL (for the embedded Redis of a local server, run `mcptasks serve --dashboard`)")
+	if !cfg.SharedStore() {
+		return errors.New("dashboard reads the deployment's store: set REDIS_URL to its Redis, or DATABASE_URL to its PostgreSQL (for the embedded Redis of a local server, run `mcptasks serve --dashboard`)")
 	}
 	// The dashboard verifies no client tokens: it acts as each task's owner.
 	cfg.AuthEnabled = false
@@ -80,7 +83,7 @@ func runDashboard(ctx context.Context, args []string, stdout io.Writer, getenv f
 		return fmt.Errorf("dashboard: %w", err)
 	}
 	defer b.Close()
-	if cfg.Queue != bundle.QueueRedis {
+	if cfg.Queue != bundle.QueueRedis && cfg.Queue != bundle.QueuePostgres {
 		log.Warn("the dashboard does not link the " + cfg.Queue + " adapter: a task its answer resumes runs when the deployment's sweeper finds it, within MCPTASKS_MAX_DURATION/2")
 	}
 	stop, err := dashboard.Start(ctx, b, *addr, getenv)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/dashboard"
+	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/apps"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
@@ -68,24 +69,35 @@ func waitDashboard(t *testing.T, logs *lockedBuffer, done <-chan error) {
 	}
 }
 
-// `mcptasks serve --dashboard` serves the dashboard of the embedded store
-// beside the endpoint, and refuses a non-loopback dashboard address
-// without a token.
+// `mcptasks serve --dashboard` serves the dashboard of the server's store
+// beside the endpoint, the embedded Redis or the PostgreSQL of
+// DATABASE_URL, and refuses a non-loopback dashboard address without a
+// token.
 func TestServeDashboard(t *testing.T) {
-	logs := &lockedBuffer{}
-	p := &local.Program{Name: "mcptasks", Apps: apps.All(), Dashboard: dashboard.Start, Stdout: io.Discard, Stderr: logs,
-		Getenv: func(string) string { return "" }}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- p.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--dashboard", "--dashboard-addr", "127.0.0.1:0"})
-	}()
-	waitDashboard(t, logs, done)
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("serve --dashboard: %v", err)
+	dbURL := testpg.Start(t)
+	for name, env := range map[string]map[string]string{
+		"embedded": nil,
+		"postgres": {"DATABASE_URL": dbURL, "MCPTASKS_PG_SCHEMA": testpg.Schema(t, dbURL)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			p := &local.Program{Name: "mcptasks", Apps: apps.All(), Dashboard: dashboard.Start, Stdout: io.Discard, Stderr: logs,
+				Getenv: func(k string) string { return env[k] }}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				done <- p.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--dashboard", "--dashboard-addr", "127.0.0.1:0"})
+			}()
+			waitDashboard(t, logs, done)
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve --dashboard: %v", err)
+			}
+		})
 	}
 
+	p := &local.Program{Name: "mcptasks", Apps: apps.All(), Dashboard: dashboard.Start, Stdout: io.Discard, Stderr: io.Discard,
+		Getenv: func(string) string { return "" }}
 	err := p.Run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--dashboard", "--dashboard-addr", "0.0.0.0:0"})
 	if !errors.Is(err, dashboard.ErrNotLoopback) {
 		t.Errorf("serve --dashboard-addr 0.0.0.0:0 without a token = %v, want ErrNotLoopback", err)
@@ -101,23 +113,33 @@ func TestServeDashboard(t *testing.T) {
 }
 
 // `REDIS_URL=... mcptasks dashboard` serves a deployment's dashboard from
-// its Redis; without REDIS_URL it says where the embedded store's is.
+// its Redis, `DATABASE_URL=... mcptasks dashboard` from its PostgreSQL;
+// with neither it says where the embedded store's is.
 func TestDashboardCommand(t *testing.T) {
-	url := testredis.Start(t)
-	logs := &lockedBuffer{}
-	env := map[string]string{"REDIS_URL": url, "MCPTASKS_KEY_PREFIX": "dash-test:"}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- runDashboard(ctx, []string{"--addr", "127.0.0.1:0"}, io.Discard, func(k string) string { return env[k] }, logs)
-	}()
-	waitDashboard(t, logs, done)
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("dashboard: %v", err)
+	dbURL := testpg.Start(t)
+	for name, env := range map[string]map[string]string{
+		"redis":    {"REDIS_URL": testredis.Start(t), "MCPTASKS_KEY_PREFIX": "dash-test:"},
+		"postgres": {"DATABASE_URL": dbURL, "MCPTASKS_PG_SCHEMA": testpg.Schema(t, dbURL)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				done <- runDashboard(ctx, []string{"--addr", "127.0.0.1:0"}, io.Discard, func(k string) string { return env[k] }, logs)
+			}()
+			waitDashboard(t, logs, done)
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dashboard: %v", err)
+			}
+			if strings.Contains(logs.String(), "does not link") {
+				t.Errorf("the dashboard warns of a queue it lacks:\n%s", logs.String())
+			}
+		})
 	}
 	err := runDashboard(t.Context(), nil, io.Discard, func(string) string { return "" }, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "mcptasks serve --dashboard") {
-		t.Errorf("dashboard without REDIS_URL = %v, want it to point at serve --dashboard", err)
+	if err == nil || !strings.Contains(err.Error(), "mcptasks serve --dashboard") || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Errorf("dashboard without REDIS_URL or DATABASE_URL = %v, want it to name both and point at serve --dashboard", err)
 	}
 }

@@ -9,8 +9,8 @@
 //	mcptasks task get|watch|cancel|answer TASKID         one task
 //	mcptasks tools                                       list the tools
 //	mcptasks inspect TASKID [--json]                     a task's timeline, from REDIS_URL or DATABASE_URL
-//	mcptasks tasks [--status S] [--tool T] [--owner P]   every task, newest first, from REDIS_URL
-//	mcptasks dashboard [--addr 127.0.0.1:8090]           the tasks dashboard (web), from REDIS_URL
+//	mcptasks tasks [--status S] [--tool T] [--owner P]   every task, newest first, from REDIS_URL or DATABASE_URL
+//	mcptasks dashboard [--addr 127.0.0.1:8090]           the tasks dashboard (web), from REDIS_URL or DATABASE_URL
 //	mcptasks migrate                                     create or upgrade the Postgres schema (DATABASE_URL)
 //	mcptasks init DIR --module PATH [--name NAME]        scaffold a module of your own tools
 //
@@ -18,8 +18,8 @@
 // environment asks for them (pkg/otelexport).
 //
 // serve --dashboard serves the dashboard (cmd/mcptasks/internal/dashboard)
-// of the local server's own store beside its endpoint, the embedded Redis
-// included.
+// of the local server's own store beside its endpoint: the embedded Redis,
+// or the Redis or PostgreSQL the environment names.
 //
 // serve, worker and token are pkg/platform/local's command line, the same
 // one a user's own cmd/NAME/main.go gets from local.Main.

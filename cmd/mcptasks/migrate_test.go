@@ -3,28 +3,44 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/mcptasks/mcptasks/internal/pgschema"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
+	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
 // migrate creates the schema named by MCPTASKS_PG_SCHEMA on the database
 // of DATABASE_URL_UNPOOLED (over DATABASE_URL), then finds it current; it
-// refuses a missing URL, a bad schema name and arguments.
+// upgrades a schema of every older version; it refuses a missing URL, a
+// bad schema name and arguments.
 func TestMigrate(t *testing.T) {
 	url := testpg.Start(t)
-	schema := testpg.Schema(t, url)
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	vars := map[string]string{"DATABASE_URL": "postgres://nowhere.invalid/db", "DATABASE_URL_UNPOOLED": url, "MCPTASKS_PG_SCHEMA": schema}
-	for _, want := range []string{"schema " + schema + " migrated from version 0 to 1", "schema " + schema + " is at version 1 already"} {
-		var out bytes.Buffer
-		if err := runMigrate(t.Context(), nil, &out, env(vars)); err != nil {
-			t.Fatal(err)
+	p := testpg.Pool(t, url)
+	var vars map[string]string
+	for from := range pgstore.SchemaVersion {
+		schema := testpg.Schema(t, url)
+		if from > 0 {
+			if _, _, err := pgschema.MigrateTo(t.Context(), p, schema, from); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if got := strings.TrimSpace(out.String()); got != want {
-			t.Errorf("output %q, want %q", got, want)
+		vars = map[string]string{"DATABASE_URL": "postgres://nowhere.invalid/db", "DATABASE_URL_UNPOOLED": url, "MCPTASKS_PG_SCHEMA": schema}
+		for _, want := range []string{
+			fmt.Sprintf("schema %s migrated from version %d to %d", schema, from, pgstore.SchemaVersion),
+			fmt.Sprintf("schema %s is at version %d already", schema, pgstore.SchemaVersion),
+		} {
+			var out bytes.Buffer
+			if err := runMigrate(t.Context(), nil, &out, env(vars)); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(out.String()); got != want {
+				t.Errorf("output %q, want %q", got, want)
+			}
 		}
 	}
 	if err := runMigrate(t.Context(), nil, &bytes.Buffer{}, env(nil)); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {

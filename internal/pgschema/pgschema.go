@@ -27,7 +27,7 @@ const Default = "mcptasks"
 
 // Version is the schema version this code reads and writes; Migrate
 // brings a schema up to it.
-const Version = 1
+const Version = 2
 
 // validName is what a schema name may be: a lower-case identifier short
 // enough that the notification channels named after it ("<schema>.tasks",
@@ -70,7 +70,7 @@ func QueueChannel(schema string) string { return schema + ".queue" }
 // functions under new names), so that processes of the previous version
 // keep working while a deployment rolls over (a function whose meaning
 // changes gets a new name).
-var migrations = []string{tablesV1 + functionsV1}
+var migrations = []string{tablesV1 + functionsV1, indexesV2}
 
 // Installed returns the version of schema in the database (0: none).
 func Installed(ctx context.Context, q interface {
@@ -94,10 +94,20 @@ func Installed(ctx context.Context, q interface {
 // that is current costs one statement, which needs no privilege but
 // reading it. It is idempotent. It reports the versions before and after.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (from, to int, err error) {
+	return MigrateTo(ctx, pool, schema, Version)
+}
+
+// MigrateTo is Migrate stopped at version target (at most Version): it
+// makes the schema an older version of this code would have made, for
+// the tests of an upgrade. A schema at target or newer is left as it is.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, schema string, target int) (from, to int, err error) {
 	if err := Check(schema); err != nil {
 		return 0, 0, err
 	}
-	if from, err = Installed(ctx, pool, schema); err != nil || from >= Version {
+	if target < 1 || target > Version {
+		return 0, 0, fmt.Errorf("migrating %s: no version %d (this code knows 1 to %d)", schema, target, Version)
+	}
+	if from, err = Installed(ctx, pool, schema); err != nil || from >= target {
 		return from, from, err
 	}
 	tx, err := pool.Begin(ctx)
@@ -114,10 +124,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (from, to i
 	if from, err = Installed(ctx, tx, schema); err != nil {
 		return 0, 0, err
 	}
-	if from >= Version {
+	if from >= target {
 		return from, from, tx.Commit(ctx)
 	}
-	for v := from; v < Version; v++ {
+	for v := from; v < target; v++ {
 		if _, err := tx.Exec(ctx, SQL(schema, migrations[v])); err != nil {
 			return from, v, fmt.Errorf("migrating %s to version %d: %w", schema, v+1, err)
 		}
@@ -125,13 +135,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (from, to i
 	if _, err := tx.Exec(ctx, SQL(schema, `DELETE FROM {S}.schema_version`)); err != nil {
 		return from, from, fmt.Errorf("migrating %s: %w", schema, err)
 	}
-	if _, err := tx.Exec(ctx, SQL(schema, `INSERT INTO {S}.schema_version (version) VALUES ($1::integer)`), Version); err != nil {
+	if _, err := tx.Exec(ctx, SQL(schema, `INSERT INTO {S}.schema_version (version) VALUES ($1::integer)`), target); err != nil {
 		return from, from, fmt.Errorf("migrating %s: %w", schema, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return from, from, fmt.Errorf("migrating %s: %w", schema, err)
 	}
-	return from, Version, nil
+	return from, target, nil
 }
 
 // Current makes sure, once per process, that a schema is at Version,

@@ -524,6 +524,19 @@ BEGIN
 END $$;
 `
 
+// indexesV2 is version 2: the index of every task newest first
+// (tasks_created), which the operator's listing (pgstore's ListAll:
+// mcptasks tasks, the dashboard) reads a page of at a time, whoever owns
+// the tasks. Ids order bytewise (COLLATE "C"), whatever the database's
+// collation, as the listing's contract and the Redis store order them. It
+// costs a creation one more index entry, and the migration builds it in
+// its transaction, holding off writes to the tasks for as long as that
+// takes (the tasks table holds only unexpired tasks and those the
+// sweeper has yet to purge).
+const indexesV2 = `
+CREATE INDEX tasks_created ON {S}.tasks (created_at DESC, id COLLATE "C" DESC);
+`
+
 // endedColumns is the SET list of a transition that ends a task: its
 // running state, its input and offers and its due-index entry go (the
 // status message too, set by each such transition).

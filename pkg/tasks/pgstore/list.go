@@ -25,66 +25,89 @@ var _ tasks.Lister = (*Store)(nil)
 // List implements tasks.Lister: newest first (by expiry, then id), a page
 // at a time.
 func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
-	if limit <= 0 {
-		limit = tasks.ListPageSize
-	}
-	var afterExp, afterID any
-	if cursor != "" {
-		exp, id, ok := decodeCursor(cursor)
-		if !ok {
-			return nil, "", tasks.ErrBadCursor
-		}
-		afterExp, afterID = exp, id
+	limit, afterExp, afterID, err := pageStart(cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
 	if owner == "" || !storable(owner) {
 		return nil, "", nil
 	}
+	return s.page(ctx, "list", s.sql.list, limit, owner, now.UnixMilli(), afterExp, afterID, int64(limit+1))
+}
+
+// pageStart returns the page size of a listing's page (limit, or
+// tasks.ListPageSize for none) and the sort key and id of the task it
+// starts after (SQL NULLs for the first page), or tasks.ErrBadCursor.
+func pageStart(cursor string, limit int) (size int, afterKey, afterID any, err error) {
+	if limit <= 0 {
+		limit = tasks.ListPageSize
+	}
+	if cursor == "" {
+		return limit, nil, nil, nil
+	}
+	key, id, ok := decodeCursor(cursor)
+	if !ok {
+		return 0, nil, nil, tasks.ErrBadCursor
+	}
+	return limit, key, id, nil
+}
+
+// page runs sql, the statement (named name for its span) of one page of a
+// listing, whose rows are a task's id, its sort key in Unix ms and
+// taskColumns, in the listing's order, up to limit+1 of them; it returns
+// the first limit tasks and the cursor after the last of them when there
+// is one more.
+func (s *Store) page(ctx context.Context, name, sql string, limit int, args ...any) ([]*tasks.Task, string, error) {
 	if err := s.ensure(ctx); err != nil {
 		return nil, "", err
 	}
-	ctx, span := s.span(ctx, "list")
-	rows, err := s.pool.Query(ctx, s.sql.list, owner, now.UnixMilli(), afterExp, afterID, int64(limit+1))
+	ctx, span := s.span(ctx, name)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	var out []*tasks.Task
-	var exps []int64
+	var keys []int64
 	if err == nil {
 		var id string
-		var exp int64
+		var key int64
 		var r taskRow
-		_, err = pgx.ForEachRow(rows, append([]any{&id, &exp}, r.dest()...), func() error {
+		_, err = pgx.ForEachRow(rows, append([]any{&id, &key}, r.dest()...), func() error {
 			t, err := r.task(id)
 			if err != nil {
 				return err
 			}
-			out, exps = append(out, t), append(exps, exp)
+			out, keys = append(out, t), append(keys, key)
 			r = taskRow{}
 			return nil
 		})
 	}
 	endSpan(span, err)
 	if err != nil {
-		return nil, "", fmt.Errorf("pgstore: list: %w", err)
+		return nil, "", fmt.Errorf("pgstore: %s: %w", name, err)
 	}
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = encodeCursor(exps[limit-1], out[limit-1].ID)
+		next = encodeCursor(keys[limit-1], out[limit-1].ID)
 	}
 	return out, next, nil
 }
 
-func encodeCursor(exp int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(exp, 10) + ":" + id))
+// encodeCursor is the cursor after the task id whose sort key (its
+// expiry for List, its creation for ListAll) is key, in Unix ms.
+func encodeCursor(key int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(key, 10) + ":" + id))
 }
 
-func decodeCursor(c string) (int64, string, bool) {
+// decodeCursor is encodeCursor reversed; ok is false for a string it did
+// not make.
+func decodeCursor(c string) (key int64, id string, ok bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return 0, "", false
 	}
-	exp, id, ok := strings.Cut(string(b), ":")
+	k, id, ok := strings.Cut(string(b), ":")
 	if !ok || !tasks.ValidID(id) {
 		return 0, "", false
 	}
-	n, err := strconv.ParseInt(exp, 10, 64)
+	n, err := strconv.ParseInt(k, 10, 64)
 	return n, id, err == nil
 }

@@ -7,7 +7,7 @@ import "github.com/mcptasks/mcptasks/internal/pgschema"
 // pgx's exec and simple protocols (which type parameters by Go type), and
 // times travel as Unix milliseconds (see pgschema's ts and ms).
 type statements struct {
-	create, get, outstanding, update, cancel, claim, renew, commit, cancelRequested, due, list, inspect, schedule, reschedule, lock string
+	create, get, outstanding, update, cancel, claim, renew, commit, cancelRequested, due, list, listAll, inspect, schedule, reschedule, lock string
 }
 
 func newStatements(schema string) statements {
@@ -40,6 +40,13 @@ WHERE due_at <= {S}.ts($1::bigint) AND expires_at > now() ORDER BY due_at LIMIT 
 WHERE owner = $1::text AND listed AND expires_at > {S}.ts($2::bigint) AND expires_at > now()
   AND ($3::bigint IS NULL OR (expires_at, id) < ({S}.ts($3::bigint), $4::text))
 ORDER BY expires_at DESC, id DESC LIMIT $5::bigint`),
+		listAll: q(`SELECT id, {S}.ms(created_at), ` + taskColumns + ` FROM {S}.tasks
+WHERE created_at >= {S}.ts($2::bigint) AND ($3::bigint IS NULL OR created_at < {S}.ts($3::bigint))
+  AND ($4::bigint IS NULL OR (created_at, id COLLATE "C") < ({S}.ts($4::bigint), $5::text COLLATE "C"))
+  AND expires_at > {S}.ts($1::bigint) AND expires_at > now()
+  AND ($6::text[] IS NULL OR status = ANY ($6::text[]))
+  AND ($7::text = '' OR tool = $7::text) AND ($8::text = '' OR owner = $8::text)
+ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT $9::bigint`),
 		inspect: q(`SELECT ` + taskColumns + `, attempts, gen, {S}.ms(cancel_requested_at), responses::text,
   answered_at::text, ARRAY(SELECT entry FROM {S}.journal WHERE task_id = t.id ORDER BY seq)
 FROM {S}.tasks t WHERE id = $1::text AND expires_at > now()`),

@@ -11,6 +11,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 	"github.com/redis/rueidis"
 )
 
@@ -224,19 +225,7 @@ func BenchmarkCreateIndexed(b *testing.B) {
 	rc := testredis.Client(b, "redis-server")
 	now := midHour()
 	stores := [2]*Store{New(rc, &Options{Prefix: uniquePrefix()}), New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})}
-	var spent [2]time.Duration
-	i := 0
-	for b.Loop() {
-		i++
-		for k, s := range stores {
-			start := time.Now()
-			if _, err := s.Create(b.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
-				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Microsecond)}); err != nil {
-				b.Fatal(err)
-			}
-			spent[k] += time.Since(start)
-		}
-	}
-	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(i), "ns/create-indexed")
-	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(i), "ns/create-unindexed")
+	spent := storetest.CreateSideBySide(b, now, stores[0], stores[1])
+	b.ReportMetric(float64(spent[0].Nanoseconds()), "ns/create-indexed")
+	b.ReportMetric(float64(spent[1].Nanoseconds()), "ns/create-unindexed")
 }

@@ -6,11 +6,12 @@
 //	mcptasks call [flags] TOOL [key=value ...]     call a tool, follow its task to the end
 //	mcptasks task get|watch|cancel|answer TASKID   one task, by its id
 //	mcptasks tools [flags]                         list the server's tools
-//	mcptasks inspect TASKID [--json]               a task's history, read from Redis (REDIS_URL)
-//	mcptasks tasks [--status S] [--json]           every principal's tasks, newest first (REDIS_URL)
+//	mcptasks inspect TASKID [--json]               a task's history, read from the store (REDIS_URL or DATABASE_URL)
+//	mcptasks tasks [--status S] [--json]           every principal's tasks, newest first (REDIS_URL or DATABASE_URL)
 //
 // inspect and tasks are the operator's commands: they read the task
-// records straight from the deployment's Redis, not over MCP. Every other command
+// records straight from the deployment's store (Redis or PostgreSQL,
+// chosen as the deployment chooses it), not over MCP. Every other command
 // takes --url (env MCPTASKS_URL, default the local server at
 // http://127.0.0.1:8080/mcp) and --token (env MCPTASKS_TOKEN, sent as a
 // bearer token).

@@ -12,29 +12,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
-	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
-	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/redis/rueidis"
 )
 
 // Inspect is the inspect command (cmd/mcptasks lists it with the others).
 var Inspect = command("inspect", "a task's record and journal as a timeline, read from the store: inspect TASKID [--json]", (*env).inspect)
-
-// Environment variables read by inspect, as the bundle reads them.
-const (
-	EnvRedisURL    = "REDIS_URL"
-	EnvKeyPrefix   = "MCPTASKS_KEY_PREFIX"
-	EnvStore       = "MCPTASKS_STORE"
-	EnvDatabaseURL = "DATABASE_URL"
-	EnvPGSchema    = "MCPTASKS_PG_SCHEMA"
-)
 
 const inspectUsage = `
 Usage: mcptasks inspect TASKID [--json] [--timeout 10s]
@@ -73,14 +57,17 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 	id := pos[0]
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rec, where, what, err := e.readRecord(ctx, id)
-	switch {
-	case errors.Is(err, tasks.ErrNotFound):
-		return fmt.Errorf("inspect: no task %q under %s (never created, expired, or another %s)", id, where, what)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("inspect: the store did not answer within %s: %w", *timeout, err)
-	case err != nil:
-		return fmt.Errorf("inspect: %w", err)
+	st, err := e.openStore(ctx, "inspect")
+	if err != nil {
+		return deadline("inspect", *timeout, err)
+	}
+	defer st.close()
+	rec, err := st.Inspect(ctx, id)
+	if errors.Is(err, tasks.ErrNotFound) {
+		return fmt.Errorf("inspect: no task %q under %s (never created, expired, or another %s)", id, st.where, st.what)
+	}
+	if err != nil {
+		return deadline("inspect", *timeout, err)
 	}
 	in := newInspection(rec, time.Now())
 	if *asJSON {
@@ -92,106 +79,13 @@ func (e *env) inspect(ctx context.Context, args []string) error {
 	return nil
 }
 
-// readRecord reads the task id from the store the environment names, as
-// the bundle chooses it; where and what name the namespace it looked in
-// (the key prefix or the schema) for a message.
-func (e *env) readRecord(ctx context.Context, id string) (rec *inspect.Record, where, what string, err error) {
-	redisURL, databaseURL := e.getenv(EnvRedisURL), strings.TrimSpace(e.getenv(EnvDatabaseURL))
-	store := strings.ToLower(strings.TrimSpace(e.getenv(EnvStore)))
-	if store == "" {
-		store = bundle.DefaultStore(redisURL, databaseURL)
+// deadline wraps err, the failure of the command cmd within its
+// --timeout, saying when the store did not answer in time.
+func deadline(cmd string, timeout time.Duration, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: the store did not answer within %s: %w", cmd, timeout, err)
 	}
-	if store == bundle.StorePostgres {
-		schema := strings.TrimSpace(e.getenv(EnvPGSchema))
-		if schema == "" {
-			schema = "mcptasks"
-		}
-		where, what = fmt.Sprintf("schema %q", schema), "MCPTASKS_PG_SCHEMA"
-		if databaseURL == "" {
-			return nil, where, what, errors.New("inspect reads tasks from PostgreSQL: set " + EnvDatabaseURL + " to the deployment's database")
-		}
-		rec, err = readPostgres(ctx, databaseURL, schema, id)
-		return rec, where, what, err
-	}
-	prefix := e.getenv(EnvKeyPrefix)
-	if prefix == "" {
-		prefix = "mcptasks:"
-	}
-	where, what = fmt.Sprintf("key prefix %q", prefix), "MCPTASKS_KEY_PREFIX"
-	if redisURL == "" {
-		return nil, where, what, errors.New("inspect reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (the embedded Redis of `mcptasks serve` lives inside that process), or " + EnvDatabaseURL + " for the Postgres store")
-	}
-	rec, err = readRedis(ctx, redisURL, prefix, id)
-	return rec, where, what, err
-}
-
-// readRedis reads the task id with a Redis client of its own, within
-// ctx's deadline (the dial included).
-func readRedis(ctx context.Context, url, prefix, id string) (*inspect.Record, error) {
-	c, err := dialRedis(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	return redisstore.New(c, &redisstore.Options{Prefix: prefix}).Inspect(ctx, id)
-}
-
-// dialRedis connects to the Redis at url within ctx's deadline.
-func dialRedis(ctx context.Context, url string) (rueidis.Client, error) {
-	opt, err := bundle.RedisOptions(url)
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := ctx.Deadline(); ok {
-		opt.Dialer.Timeout = min(opt.Dialer.Timeout, time.Until(d))
-	}
-	type dialed struct {
-		c   rueidis.Client
-		err error
-	}
-	ch := make(chan dialed, 1)
-	go func() {
-		c, err := rueidis.NewClient(opt)
-		ch <- dialed{c, err}
-	}()
-	select {
-	case d := <-ch:
-		if d.err != nil {
-			return nil, fmt.Errorf("connecting to Redis: %w", d.err)
-		}
-		return d.c, nil
-	case <-ctx.Done():
-		go func() {
-			if d := <-ch; d.c != nil {
-				d.c.Close()
-			}
-		}()
-		return nil, fmt.Errorf("connecting to Redis: %w", ctx.Err())
-	}
-}
-
-// readPostgres reads the task id with a connection pool of its own,
-// within ctx's deadline (the dial included). It never migrates: a schema
-// that is missing or older than this mcptasks answers not found, or fails.
-func readPostgres(ctx context.Context, url, schema, id string) (*inspect.Record, error) {
-	cfg, err := pgstore.PoolConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
-	}
-	defer pool.Close()
-	s := pgstore.New(pool, &pgstore.Options{Schema: schema, Migrated: true})
-	defer s.Close()
-	rec, err := s.Inspect(ctx, id)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // no such table or schema
-		return nil, tasks.ErrNotFound
-	}
-	return rec, err
+	return fmt.Errorf("%s: %w", cmd, err)
 }
 
 // inspection is what inspect prints: the task's record and its timeline.

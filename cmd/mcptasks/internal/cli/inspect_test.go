@@ -59,16 +59,12 @@ type nopQueue struct{}
 func (nopQueue) Enqueue(context.Context, string, time.Time) error { return nil }
 func (nopQueue) MaxDelay() time.Duration                          { return 0 }
 
-// inspectFixture runs a send_report task on a real redis-server or
-// PostgreSQL (kind: bundle.StoreRedis or bundle.StorePostgres), with the
-// engine on a fake clock, through every kind of history inspect shows (a
-// step that fails and is retried, a sleep, an input round, a final step
-// whose first worker is lost, completion), and returns the environment that points inspect at it, the
-// task id, and what the output must be normalised by: the retry's time has
-// ±20% jitter, which the fixture checks and then replaces by its nominal
-// value.
-func inspectFixture(t *testing.T, kind string) (vars map[string]string, id string, normalise func(string) string) {
-	var store tasks.Store
+// testStore returns a store on a real redis-server or PostgreSQL (kind:
+// bundle.StoreRedis or bundle.StorePostgres), under a key prefix or in a
+// schema of its own, and the environment that points the operator's
+// commands at it.
+func testStore(t *testing.T, kind string) (tasks.Store, map[string]string) {
+	t.Helper()
 	switch kind {
 	case bundle.StoreRedis:
 		url := testredis.Start(t)
@@ -81,18 +77,29 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 			t.Fatal(err)
 		}
 		t.Cleanup(rc.Close)
-		prefix := "inspect-" + tasks.NewID()[:8] + ":"
-		store = redisstore.New(rc, &redisstore.Options{Prefix: prefix})
-		vars = map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}
+		prefix := "t-" + tasks.NewID()[:8] + ":"
+		return redisstore.New(rc, &redisstore.Options{Prefix: prefix}), map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}
 	case bundle.StorePostgres:
 		url := testpg.Start(t)
-		pool := testpg.Pool(t, url)
 		schema := testpg.Schema(t, url)
-		ps := pgstore.New(pool, &pgstore.Options{Schema: schema})
+		ps := pgstore.New(testpg.Pool(t, url), &pgstore.Options{Schema: schema})
 		t.Cleanup(ps.Close)
-		store = ps
-		vars = map[string]string{EnvDatabaseURL: url, EnvPGSchema: schema}
+		return ps, map[string]string{EnvDatabaseURL: url, EnvPGSchema: schema}
 	}
+	t.Fatalf("no store %q", kind)
+	return nil, nil
+}
+
+// inspectFixture runs a send_report task on a real redis-server or
+// PostgreSQL (kind: bundle.StoreRedis or bundle.StorePostgres), with the
+// engine on a fake clock, through every kind of history inspect shows (a
+// step that fails and is retried, a sleep, an input round, a final step
+// whose first worker is lost, completion), and returns the environment that points inspect at it, the
+// task id, and what the output must be normalised by: the retry's time has
+// ±20% jitter, which the fixture checks and then replaces by its nominal
+// value.
+func inspectFixture(t *testing.T, kind string) (vars map[string]string, id string, normalise func(string) string) {
+	store, vars := testStore(t, kind)
 
 	// The store expires tasks by its own clock: the fake one starts today
 	// (at 09:30 UTC), and the output's dates are normalised to the

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -11,37 +10,33 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
-	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/redis/rueidis"
 )
 
 // Tasks is the tasks command (cmd/mcptasks lists it with the others).
-var Tasks = command("tasks", "list the tasks of every principal, newest first, read from Redis: tasks [--status S] [--tool T] [--owner P] [--since 1h] [--json]", (*env).listTasks)
-
-// EnvRedisShards is how many shards the deployment spreads its indexes
-// over, as the bundle reads it.
-const EnvRedisShards = "MCPTASKS_REDIS_SHARDS"
+var Tasks = command("tasks", "list the tasks of every principal, newest first, read from the store: tasks [--status S] [--tool T] [--owner P] [--since 1h] [--json]", (*env).listTasks)
 
 const tasksUsage = `
 Usage: mcptasks tasks [--status S[,S...]] [--tool T] [--owner P] [--since WHEN] [--until WHEN] [--limit 50] [--json]
 
-Lists the tasks of every principal, newest first, straight from the Redis
-the deployment uses (REDIS_URL; MCPTASKS_KEY_PREFIX and
-MCPTASKS_REDIS_SHARDS when it sets them), with the counts by status of
-those shown. The filters combine: --status takes working, input_required,
-completed, failed, cancelled (several separated by commas); WHEN is a
-time (2026-07-28T09:30:00Z, 2026-07-28 09:30, 2026-07-28) or a duration
-before now (90m, 2h, 7d). --json prints the tasks as a JSON array. The
-store indexes every task it creates, the newest 10,000 (see
-pkg/tasks/redisstore); mcptasks inspect TASKID shows one in full.
+Lists the tasks of every principal, newest first, straight from the store
+the deployment uses, chosen as the deployment chooses it (MCPTASKS_STORE,
+REDIS_URL, DATABASE_URL): Redis at REDIS_URL (MCPTASKS_KEY_PREFIX and
+MCPTASKS_REDIS_SHARDS when it sets them), or PostgreSQL at DATABASE_URL in
+the schema MCPTASKS_PG_SCHEMA; with the counts by status of those shown.
+The filters combine: --status takes working, input_required, completed,
+failed, cancelled (several separated by commas); WHEN is a time
+(2026-07-28T09:30:00Z, 2026-07-28 09:30, 2026-07-28) or a duration before
+now (90m, 2h, 7d). --json prints the tasks as a JSON array. The Redis
+store indexes the newest 10,000 tasks it created (see pkg/tasks/redisstore),
+the Postgres store lists every unexpired task; mcptasks inspect TASKID
+shows one in full.
 
 It is an operator's tool, like inspect: it shows every principal's tasks
-to whoever can read the Redis. Exit status: 0 listed (possibly nothing),
-1 Redis unreachable, 2 bad command line.`
+to whoever can read the store. Exit status: 0 listed (possibly nothing),
+1 the store unreachable, 2 bad command line.`
 
 // taskRow is one task of tasks --json.
 type taskRow struct {
@@ -64,7 +59,7 @@ func (e *env) listTasks(ctx context.Context, args []string) error {
 	until := fs.String("until", "", "only tasks created before WHEN")
 	limit := fs.Int("limit", 50, "show at most this many tasks")
 	asJSON := fs.Bool("json", false, "print the tasks as a JSON array")
-	timeout := fs.Duration("timeout", 10*time.Second, "give up on Redis after this long")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up on the store after this long")
 	pos, err := e.parse(fs, tasksUsage, args)
 	if err != nil {
 		return err
@@ -89,27 +84,16 @@ func (e *env) listTasks(ctx context.Context, args []string) error {
 	case *timeout <= 0:
 		return local.Usagef("tasks: --timeout must be positive")
 	}
-	url := e.getenv(EnvRedisURL)
-	if url == "" {
-		return errors.New("tasks reads tasks from Redis: set " + EnvRedisURL + " to the deployment's Redis (for the embedded Redis of `mcptasks serve`, run `mcptasks serve --dashboard` and open the dashboard)")
-	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := dialRedis(ctx, url)
+	st, err := e.openStore(ctx, "tasks")
 	if err != nil {
-		return fmt.Errorf("tasks: %w", err)
+		return deadline("tasks", *timeout, err)
 	}
-	defer c.Close()
-	store, err := e.operatorStore(c)
+	defer st.close()
+	ts, more, err := ListTasks(ctx, st, f, *limit, now)
 	if err != nil {
-		return err
-	}
-	ts, more, err := ListTasks(ctx, store, f, *limit, now)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("tasks: Redis did not answer within %s: %w", *timeout, err)
-	}
-	if err != nil {
-		return fmt.Errorf("tasks: %w", err)
+		return deadline("tasks", *timeout, err)
 	}
 	if *asJSON {
 		rows := make([]taskRow, len(ts))
@@ -147,28 +131,6 @@ func (e *env) listTasks(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stdout, "older tasks may be left: raise --limit, or narrow with --since/--until\n")
 	}
 	return nil
-}
-
-// operatorStore returns the store over c with the deployment's key prefix
-// and shards (MCPTASKS_KEY_PREFIX, MCPTASKS_REDIS_SHARDS), as the bundle
-// builds it.
-func (e *env) operatorStore(c rueidis.Client) (*redisstore.Store, error) {
-	prefix := e.getenv(EnvKeyPrefix)
-	if prefix == "" {
-		prefix = "mcptasks:"
-	}
-	shards := 0
-	if v := e.getenv(EnvRedisShards); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%s=%q: want a number of shards", EnvRedisShards, v)
-		}
-		shards = n
-	}
-	if shards == 0 && c.Mode() == rueidis.ClientModeCluster {
-		shards = bundle.DefaultClusterShards
-	}
-	return redisstore.New(c, &redisstore.Options{Prefix: prefix, Shards: shards}), nil
 }
 
 // AllStatuses are the task states, in the order the commands show them.

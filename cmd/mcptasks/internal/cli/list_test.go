@@ -6,29 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
-	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/redis/rueidis"
 )
 
-// tasks lists every principal's tasks from Redis, newest first, filtered
-// by its flags, as a table with counts by status or as JSON; bad flags are
-// usage errors, a missing REDIS_URL is said.
+// tasks lists every principal's tasks from the deployment's store, Redis
+// or PostgreSQL, newest first, filtered by its flags, as a table with
+// counts by status or as JSON; bad flags are usage errors, a missing store
+// URL is said, and a Postgres schema not created yet holds no tasks.
 func TestTasksCommand(t *testing.T) {
-	url := testredis.Start(t)
-	opt, err := bundle.RedisOptions(url)
-	if err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{bundle.StoreRedis, bundle.StorePostgres} {
+		t.Run(kind, func(t *testing.T) { testTasksCommand(t, kind) })
 	}
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	prefix := "tasks-" + tasks.NewID()[:8] + ":"
-	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
+}
+
+func testTasksCommand(t *testing.T, kind string) {
+	store, vars := testStore(t, kind)
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
 	var ids []string
@@ -46,9 +39,7 @@ func TestTasksCommand(t *testing.T) {
 	cmd := func(args ...string) *run {
 		r := newRun("", nil)
 		r.e.now = func() time.Time { return now }
-		r.e.getenv = func(k string) string {
-			return map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}[k]
-		}
+		r.e.getenv = func(k string) string { return vars[k] }
 		return r.exec(ctx, append([]string{"tasks"}, args...)...)
 	}
 
@@ -90,7 +81,13 @@ func TestTasksCommand(t *testing.T) {
 		t.Errorf("tasks --since yesterday: exit %d, %v", r.code, r.err)
 	}
 	r = newRun("", nil).exec(ctx, "tasks")
-	if r.code != 1 || !strings.Contains(r.err.Error(), "set REDIS_URL") {
-		t.Errorf("tasks without REDIS_URL: exit %d, %v", r.code, r.err)
+	if r.code != 1 || !strings.Contains(r.err.Error(), "set REDIS_URL to its Redis, or DATABASE_URL to its PostgreSQL") {
+		t.Errorf("tasks without REDIS_URL or DATABASE_URL: exit %d, %v", r.code, r.err)
+	}
+	if kind == bundle.StorePostgres {
+		vars[EnvPGSchema] = "nothing_here"
+		if r = cmd(); r.code != 0 || strings.TrimSpace(r.out.String()) != "no tasks" {
+			t.Errorf("tasks in a schema not created yet: exit %d, output %q, %v", r.code, r.out.String(), r.err)
+		}
 	}
 }

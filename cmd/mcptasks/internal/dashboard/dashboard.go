@@ -51,7 +51,6 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
-	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
 // DefaultAddr is where the dashboard listens unless told otherwise.
@@ -65,13 +64,14 @@ const (
 )
 
 // Store is what the dashboard reads: a store that lists every task
-// (inspect.Lister) and shows a task's whole record (the Redis store's
-// Inspect). A store that is also a tasks.Watcher updates the pages as
-// tasks move; another is polled.
+// (inspect.Lister) and shows a task's whole record (inspect.Store), as
+// both stores of this module (redisstore, pgstore) do. A store that is
+// also a tasks.Watcher updates the pages as tasks move (Redis pub/sub,
+// PostgreSQL LISTEN/NOTIFY); another is polled.
 type Store interface {
 	inspect.Lister
+	inspect.Store
 	Peek(ctx context.Context, id string) (*tasks.Task, error)
-	Inspect(ctx context.Context, id string) (*redisstore.Record, error)
 }
 
 // Options configures a [Handler]. The zero value is a sane default.

@@ -92,18 +92,22 @@ func (s *syncBuffer) String() string {
 }
 
 // deployment is testApp served as `mcptasks serve --dashboard` serves it:
-// the bundle on the embedded Redis, its workers and sweeper, and the
-// dashboard of its tasks server on a loopback port.
+// the bundle on the store env names (nil: the embedded Redis), its
+// workers and sweeper, and the dashboard of its tasks server on a
+// loopback port.
 type deployment struct {
 	b    *bundle.Bundle
 	url  string // the dashboard's
 	logs *syncBuffer
 }
 
-func deploy(t *testing.T, token string) *deployment {
+func deploy(t *testing.T, token string, env map[string]string) *deployment {
 	t.Helper()
 	cfg, err := bundle.FromEnv(func(k string) string {
-		return map[string]string{"MCPTASKS_SWEEP_EVERY": "1s"}[k]
+		if k == "MCPTASKS_SWEEP_EVERY" {
+			return "1s"
+		}
+		return env[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +170,7 @@ func (d *deployment) create(t *testing.T, owner, tool, args string) string {
 // screenshot of the finished task's page is kept as the test's artefact.
 func TestDashboardInBrowser(t *testing.T) {
 	browser := browsertest.Start(t)
-	d := deploy(t, "")
+	d := deploy(t, "", nil)
 	quick := d.create(t, "iss|carol", "quick", `{}`)
 	other := d.create(t, "iss|bob", "release", `{"version":"0.9"}`)
 	id := d.create(t, "iss|alice", "release", `{"version":"1.0"}`)
@@ -298,7 +302,7 @@ func TestDashboardAccess(t *testing.T) {
 		return resp
 	}
 
-	open := deploy(t, "")
+	open := deploy(t, "", nil)
 	id := open.create(t, "iss|alice", "release", `{"version":"2"}`)
 	if r := do("GET", open.url+"/", nil); r.StatusCode != 200 {
 		t.Errorf("GET / on loopback: %s", r.Status)
@@ -315,7 +319,7 @@ func TestDashboardAccess(t *testing.T) {
 		t.Errorf("after refused cross-site cancels the task is %v (%v), want live", tk, err)
 	}
 
-	locked := deploy(t, "s3cret")
+	locked := deploy(t, "s3cret", nil)
 	for _, hdr := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Cookie": cookieName + "=s3cre"}} {
 		if r := do("GET", locked.url+"/", hdr); r.StatusCode != http.StatusUnauthorized {
 			t.Errorf("GET / with %v: %s, want 401", hdr, r.Status)
