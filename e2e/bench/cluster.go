@@ -539,10 +539,23 @@ func clusterMain(sizes []int, rounds, workerProcs, tasks, clients int, duration 
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "mcptasks")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcptasks")
+	if err := buildMCPTasks(bin); err != nil {
+		return err
+	}
+	return runCluster(bin, dir, sizes, rounds, workerProcs, tasks, clients, duration, jsonOut)
+}
+
+// buildMCPTasks builds this tree's cmd/mcptasks into bin, with the build
+// tags in MCPTASKS_BENCH_TAGS (e.g. "pprof": see cmd/mcptasks/pprof.go).
+func buildMCPTasks(bin string) error {
+	args := []string{"build", "-o", bin}
+	if tags := os.Getenv("MCPTASKS_BENCH_TAGS"); tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	build := exec.Command("go", append(args, "./cmd/mcptasks")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building cmd/mcptasks: %w", err)
 	}
-	return runCluster(bin, dir, sizes, rounds, workerProcs, tasks, clients, duration, jsonOut)
+	return nil
 }
