@@ -8,6 +8,8 @@ package main
 // commandstats (reset before each phase), its CPU from INFO cpu.
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -51,8 +53,10 @@ func startCluster(dir string, masters int) (_ *clusterProc, err error) {
 		addr, bus := freeAddr(), freeAddr()
 		_, port, _ := net.SplitHostPort(addr)
 		_, busPort, _ := net.SplitHostPort(bus)
-		nd := filepath.Join(dir, fmt.Sprintf("cluster%d-node%d", masters, i))
-		if err := os.MkdirAll(nd, 0o700); err != nil {
+		// A directory of its own: a nodes.conf left by an earlier round
+		// would make the node rejoin that round's cluster.
+		nd, err := os.MkdirTemp(dir, fmt.Sprintf("cluster%d-node%d-", masters, i))
+		if err != nil {
 			return nil, err
 		}
 		cmd := exec.Command("redis-server", "--port", port, "--cluster-port", busPort, "--bind", "127.0.0.1",
@@ -294,6 +298,83 @@ type ClusterRound struct {
 	Round   int          `json:"round"`
 	Workers ClusterPhase `json:"workers"`
 	Create  ClusterPhase `json:"create"`
+	// Bus is what a PUBLISH and an SPUBLISH to the first master cost the
+	// others (clusters of 3 or more masters).
+	Bus *BusProbe `json:"bus,omitempty"`
+}
+
+// BusProbe is the CPU that N PUBLISHes (and then N SPUBLISHes) sent to the
+// first master cost it and the other masters, in µs per message.
+type BusProbe struct {
+	Messages        int     `json:"messages"`
+	PublishOrigin   float64 `json:"publishOriginUs"`
+	PublishOthers   float64 `json:"publishOthersUs"` // mean over the other masters
+	SPublishOrigin  float64 `json:"spublishOriginUs"`
+	SPublishOthers  float64 `json:"spublishOthersUs"`
+	SetOrigin       float64 `json:"setOriginUs"` // a SET of a key of the first master, for scale
+	IdleOthersPerMs float64 `json:"idleOthersUsPerMs"`
+}
+
+// busProbe sends n PUBLISHes, then n SPUBLISHes, then n SETs, of a
+// channel (key) in the first master's slots, pipelined in batches over
+// one connection, and reads every master's CPU around each.
+func busProbe(cl *clusterProc, n int) (*BusProbe, error) {
+	first := cl.nodes[0]
+	name := ""
+	for i := 0; name == ""; i++ {
+		if k := fmt.Sprintf("busprobe%d", i); cl.nodeOf(slots.Slot(k)) == 0 {
+			name = k
+		}
+	}
+	conn, err := net.Dial("tcp", first.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	run := func(cmd ...string) (origin, others float64, err error) {
+		cpu0 := cl.nodeCPU()
+		var one bytes.Buffer
+		fmt.Fprintf(&one, "*%d\r\n", len(cmd))
+		for _, a := range cmd {
+			fmt.Fprintf(&one, "$%d\r\n%s\r\n", len(a), a)
+		}
+		const batch = 100
+		buf := bytes.Repeat(one.Bytes(), batch)
+		for sent := 0; sent < n; sent += batch {
+			if _, err := conn.Write(buf); err != nil {
+				return 0, 0, err
+			}
+			for range batch {
+				if _, err := readRESP(br); err != nil {
+					return 0, 0, err
+				}
+			}
+		}
+		cpu1 := cl.nodeCPU()
+		origin = (cpu1[0] - cpu0[0]) * 1e6 / float64(n)
+		for i := 1; i < len(cpu1); i++ {
+			others += (cpu1[i] - cpu0[i]) * 1e6 / float64(n) / float64(len(cpu1)-1)
+		}
+		return origin, others, nil
+	}
+	b := &BusProbe{Messages: n}
+	c0, t0 := cl.nodeCPU(), time.Now()
+	time.Sleep(time.Second)
+	c1 := cl.nodeCPU()
+	for i := 1; i < len(c1); i++ {
+		b.IdleOthersPerMs += (c1[i] - c0[i]) * 1e6 / float64(time.Since(t0).Milliseconds()) / float64(len(c1)-1)
+	}
+	if b.PublishOrigin, b.PublishOthers, err = run("PUBLISH", name, "1764673200000"); err != nil {
+		return nil, err
+	}
+	if b.SPublishOrigin, b.SPublishOthers, err = run("SPUBLISH", name, "1764673200000"); err != nil {
+		return nil, err
+	}
+	if b.SetOrigin, _, err = run("SET", name, "1764673200000"); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // ClusterReport is the whole -cluster run.
@@ -397,6 +478,12 @@ func clusterRound(bin, dir string, masters, workerProcs, tasks, clients int, dur
 	r.Workers.TaskShare = make([]float64, masters)
 	for _, id := range ids {
 		r.Workers.TaskShare[cl.nodeOf(slots.Slot("{"+id+"}"))] += 1 / float64(len(ids))
+	}
+	// The cost of a PUBLISH's broadcast over the cluster bus, alone.
+	if masters >= 3 {
+		if r.Bus, err = busProbe(cl, 100_000); err != nil {
+			return r, fmt.Errorf("bus probe: %w", err)
+		}
 	}
 	// Creation: task-creating tools/call from clients keep-alive clients,
 	// the workers running each new task's first step.
@@ -511,6 +598,16 @@ func printCluster(rep *ClusterReport, sizes []int) {
 		fmt.Printf("| %d | %d | %s | %.0f / %.0f / %.0f | %s | %s |\n", r.Masters, r.Round, strings.Join(wp, "; "),
 			redisCPU*1e6/float64(r.Workers.Ops), r.Workers.WorkerCPU*1e6/float64(r.Workers.Ops), r.Workers.APICPU*1e6/float64(r.Workers.Ops),
 			strings.Join(bus, " "), strings.Join(cp, "; "))
+	}
+	fmt.Println()
+	fmt.Println("The cluster bus alone: 100,000 PUBLISHes, then SPUBLISHes, then SETs of one key, pipelined to the first master (CPU µs per message):")
+	fmt.Println()
+	fmt.Println("| masters | round | PUBLISH: first master / each other master | SPUBLISH: first / each other | SET: first | idle CPU of each other master, µs per ms |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, r := range rep.Rounds {
+		if b := r.Bus; b != nil {
+			fmt.Printf("| %d | %d | %.1f / %.1f | %.1f / %.1f | %.1f | %.1f |\n", r.Masters, r.Round, b.PublishOrigin, b.PublishOthers, b.SPublishOrigin, b.SPublishOthers, b.SetOrigin, b.IdleOthersPerMs)
+		}
 	}
 	fmt.Printf("\nload averages at each round's start: %s\n", strings.Join(rep.LoadAverages, "; "))
 }
