@@ -290,13 +290,12 @@ type stats struct {
 
 // snapshot is one reading of the counters.
 type snapshot struct {
-	calls       map[string]int64
-	usec        map[string]int64
-	in, out     int64
-	overIn      int64
-	overOut     int64
-	usedMemory  int64
-	totalCalled int64
+	calls      map[string]int64
+	usec       map[string]int64
+	in, out    int64
+	overIn     int64
+	overOut    int64
+	usedMemory int64
 }
 
 func newStats(t *testing.T, redisURL string) *stats {
@@ -751,7 +750,7 @@ type summary struct {
 	usecPerTask                      float64
 	streams, streamSec               float64
 	lifeSec                          float64
-	resyncReads, commandsPerResync   float64
+	resyncReads                      float64
 	resyncCommands, resyncTopLevel   float64
 	resyncInBytes, resyncOutBytes    float64
 	pollGetCommands, pollGetTopLevel float64
