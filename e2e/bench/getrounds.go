@@ -4,7 +4,9 @@ package main
 // ours on redis-server (the full run's split deployment, a fresh one per
 // round) and each -peer's, taking turns N times with the order
 // alternating (A B, B A, A B, ...), so that a drift of the machine's load
-// falls on both. Each round reports both rates and their ratio.
+// falls on both. Each round reports both rates and their ratio. Every
+// measurement follows a second of the same load, not counted, so that a
+// fresh deployment of ours is as warm as the long-running peer.
 
 import (
 	"encoding/json"
@@ -141,6 +143,11 @@ func runGetRounds(rounds, clients int, duration time.Duration, peers []Peer, pee
 			ids <- parked.TaskID
 			waitParked(c, ids)
 		}
+		// Warm up as the long-running peer is: a second of the same load,
+		// not counted (connections, buffers, the runtime's heap).
+		load(api.url, clients, time.Second, "tasks/get", func(int64) (map[string]any, string) {
+			return map[string]any{"taskId": parked.TaskID}, parked.TaskID
+		})
 		a0, r0, d0 := cpuSeconds(api), rs.cpu(), selfCPU()
 		r := load(api.url, clients, duration, "tasks/get", func(int64) (map[string]any, string) {
 			return map[string]any{"taskId": parked.TaskID}, parked.TaskID
@@ -153,6 +160,9 @@ func runGetRounds(rounds, clients int, duration time.Duration, peers []Peer, pee
 	}
 	peer := func(p Peer) (Row, [2]float64) {
 		id := peerTask[p.Name]
+		load(p.URL, clients, time.Second, "tasks/get", func(int64) (map[string]any, string) {
+			return map[string]any{"taskId": id}, id
+		})
 		p0, d0 := pidCPU(peerPIDs[p.Name]), selfCPU()
 		r := load(p.URL, clients, duration, "tasks/get", func(int64) (map[string]any, string) {
 			return map[string]any{"taskId": id}, id
