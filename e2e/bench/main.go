@@ -10,6 +10,8 @@
 //	go run ./e2e/bench [-duration 5s] [-clients 32] [-json bench.json] [-workers-only] \
 //		[-worker-rounds 3] [-worker-tasks 600] [-old label=PATH ...] [-peer name=URL ...] \
 //		[-peer-task-tool slow_compute] [-peer-task-args '{"seconds":3600}']
+//	go run ./e2e/bench -get-rounds 3 -peer name=URL [-duration 5s]
+//	go run ./e2e/bench -cluster 1,3,6 [-cluster-rounds 3] [-cluster-workers 2] [-worker-tasks 600] [-duration 5s]
 //
 // -old label=PATH (repeatable) measures a prebuilt mcptasks binary of an
 // earlier version beside this tree's, on its own fresh redis-server, in
@@ -19,6 +21,16 @@
 // step cost the worker processes and redis-server. The raw net/http floor
 // row is this driver serving a fixed tasks/get answer from a process of
 // its own.
+//
+// -cluster 1,3,6 runs only the Redis Cluster scaling rows (cluster.go):
+// worker steps/s and the task-creating tools/call rate on clusters of
+// each size started on this machine, the sizes taking turns in each of
+// -cluster-rounds rounds, with each master's share of the commands (INFO
+// commandstats) and CPU; it writes bench-results/cluster.json.
+//
+// -get-rounds N runs only the tasks/get polling rows, ours on
+// redis-server and each -peer's, N rounds with the order alternating
+// (getrounds.go), and reports each round's ratio.
 //
 // -peer name=URL (repeatable, or comma-separated) also measures an external
 // MCP endpoint that speaks the 2026-07-28 wire with the tasks extension, in
@@ -73,6 +85,13 @@ func main() {
 	workersOnly := flag.Bool("workers-only", false, "run only the worker rows and the Redis cost per task (a quick check)")
 	workerRounds := flag.Int("worker-rounds", 3, "rounds of the worker rows (each variant in turn); a row reports the median round")
 	workerTasks := flag.Int("worker-tasks", 600, "10-step tasks per worker row")
+	var peerPIDs pidFlag
+	flag.Var(&peerPIDs, "peer-pid", "name=PID of a -peer's process, so that -get-rounds reports the CPU it spent per request (repeatable)")
+	getWorking := flag.Bool("get-working", false, "-get-rounds: also poll a working task of ours (as the peer's row does), beside the task waiting for input")
+	getRounds := flag.Int("get-rounds", 0, "run only the tasks/get polling rows, ours (redis-server) and each -peer's, this many rounds with the order alternating (see getrounds.go)")
+	clusterSizes := flag.String("cluster", "", "run only the Redis Cluster scaling rows, for these master counts (comma-separated, e.g. 1,3,6; see cluster.go)")
+	clusterRounds := flag.Int("cluster-rounds", 3, "rounds of the -cluster rows (the sizes taking turns in each)")
+	clusterWorkers := flag.Int("cluster-workers", 2, "worker processes in the -cluster rows")
 	floorServe := flag.String("floor-serve", "", "internal: serve the raw net/http floor on this address (the driver starts itself with it)")
 	flag.Parse()
 	if *floorServe != "" {
@@ -90,9 +109,49 @@ func main() {
 	if *workerRounds < 1 || *workerTasks < 1 {
 		log.Fatal("-worker-rounds and -worker-tasks must be at least 1")
 	}
+	if *getRounds > 0 {
+		if *jsonOut == "bench-results/bench.json" {
+			*jsonOut = "bench-results/get-rounds.json"
+		}
+		if err := runGetRounds(*getRounds, *clients, *duration, peers, peerPIDs, *getWorking, *jsonOut); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if *clusterSizes != "" {
+		sizes, err := parseSizes(*clusterSizes)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if *jsonOut == "bench-results/bench.json" {
+			*jsonOut = "bench-results/cluster.json"
+		}
+		if err := clusterMain(sizes, *clusterRounds, *clusterWorkers, *workerTasks, *clients, *duration, *jsonOut); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if err := run(*duration, *clients, *jsonOut, peers, olds, *workersOnly, *workerRounds, *workerTasks); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// pidFlag collects -peer-pid name=PID values.
+type pidFlag map[string]int
+
+func (f *pidFlag) String() string { return fmt.Sprint(map[string]int(*f)) }
+
+func (f *pidFlag) Set(v string) error {
+	name, pid, ok := strings.Cut(v, "=")
+	n, err := strconv.Atoi(pid)
+	if !ok || name == "" || err != nil || n <= 0 {
+		return fmt.Errorf("want name=PID, got %q", v)
+	}
+	if *f == nil {
+		*f = pidFlag{}
+	}
+	(*f)[name] = n
+	return nil
 }
 
 // oldFlag collects -old label=PATH values.
@@ -209,10 +268,8 @@ func run(duration time.Duration, clients int, jsonOut string, peers []Peer, olds
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "mcptasks")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mcptasks")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building cmd/mcptasks: %w", err)
+	if err := buildMCPTasks(bin); err != nil {
+		return err
 	}
 	// The variants measured on redis-server: this tree, and each -old.
 	variants := []struct{ label, bin string }{{"", bin}}
