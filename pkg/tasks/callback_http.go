@@ -15,17 +15,6 @@ import (
 	"time"
 )
 
-// CallbackPath is the path under which the MCP function serves callback
-// URLs (see [Callback]): Options.PublicURL + CallbackPath + taskId + "/" +
-// token. Every platform routes it to the MCP function: the local server and
-// a Lambda Function URL serve every path, Vercel needs the rewrite of
-// /callbacks/:path* to /api/mcp in vercel.json.
-const CallbackPath = "/callbacks/"
-
-// WebhookTolerance bounds how far from now the webhook-timestamp of a
-// signed callback request may lie (see [WebhookSecret]).
-const WebhookTolerance = 5 * time.Minute
-
 // callbackHandler returns the handler of callback URLs, which NewHandler
 // serves at CallbackPath outside authentication: the URL is the
 // capability (a task id and 256 random bits, of which the store keeps only

@@ -109,33 +109,6 @@ type Delivery struct {
 	Now     time.Time
 }
 
-// MaxEvents bounds the events a task holds when a signal comes before its
-// wait: an EventStore refuses such a signal (ErrEventClosed) once the task
-// holds this many events (waits and deliveries).
-const MaxEvents = 100
-
-// Errors of events.
-var (
-	// ErrEventsUnsupported: the task store is not an EventStore.
-	ErrEventsUnsupported = errors.New("tasks: the task store does not take events (callbacks, signals): it is not a tasks.EventStore")
-	// ErrEventClosed: the task takes no more of this signal. It was
-	// delivered already, its wait timed out, the name is not a signal's,
-	// the task holds MaxEvents events, or the task ended.
-	ErrEventClosed = errors.New("tasks: the task takes no more of this event")
-	// ErrCallbackTimeout is returned by AwaitCallback when the callback's
-	// wait ended before a valid request arrived.
-	ErrCallbackTimeout = errors.New("tasks: the callback's wait timed out")
-	// ErrSignalTimeout is returned by AwaitSignal when its wait ended
-	// before the signal arrived.
-	ErrSignalTimeout = errors.New("tasks: the signal's wait timed out")
-	// ErrInvalidPayload: an event's payload does not fit its type (or is
-	// too large, or not JSON).
-	ErrInvalidPayload = errors.New("tasks: invalid event payload")
-	// ErrNoPublicURL: Callback needs Options.PublicURL, the public URL the
-	// MCP function is served under (MCPTASKS_PUBLIC_URL), to form its URL.
-	ErrNoPublicURL = errors.New("tasks: callbacks need the server's public URL (Options.PublicURL, MCPTASKS_PUBLIC_URL)")
-)
-
 // timedOut is the Err of a KindEvent entry whose wait timed out.
 const timedOut = "timeout"
 

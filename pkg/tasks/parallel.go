@@ -17,13 +17,6 @@ import (
 // invocations, each journaled, retried and fenced on its own, and joins
 // them. See the package documentation, "Parallel steps".
 
-// DefaultConcurrency is how many branches of a parallel step run at once
-// unless [Concurrency] says otherwise.
-const DefaultConcurrency = 16
-
-// MaxBranches bounds the branches of one parallel step.
-const MaxBranches = 1000
-
 // Concurrency bounds how many branches of an [All] step are in flight at
 // once (queued, running or waiting for a retry); default
 // DefaultConcurrency. As a branch finishes, the next one starts. It

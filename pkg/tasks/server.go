@@ -36,6 +36,18 @@ const (
 	DefaultMaxStreamsPerPrincipal = 32
 	// ListPageSize is how many tasks one tasks/list page holds at most.
 	ListPageSize = 50
+	// DefaultConcurrency is how many branches of a parallel step run at
+	// once unless [Concurrency] says otherwise.
+	DefaultConcurrency = 16
+	// MaxBranches bounds the branches of one parallel step.
+	MaxBranches = 1000
+	// MaxEvents bounds the events a task holds when a signal comes before
+	// its wait: an EventStore refuses such a signal (ErrEventClosed) once
+	// the task holds this many events (waits and deliveries).
+	MaxEvents = 100
+	// WebhookTolerance bounds how far from now the webhook-timestamp of a
+	// signed callback request may lie (see [WebhookSecret]).
+	WebhookTolerance = 5 * time.Minute
 )
 
 // Support says whether a tool may, or must, run as a task.

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Errors. The first are those a [Store] returns; the rest, those a task
-// handler's Step calls return.
+// Errors. The first are those a [Store] returns; then those a task
+// handler's Step calls return; then those of events (callbacks, signals).
 var (
 	// Errors returned by a [Store].
 	// ErrNotFound means no task with that id is visible to the caller: it
@@ -38,6 +38,25 @@ var (
 	// goroutine other than the handler's, or from inside a Do closure. The task
 	// then fails: see [Step].
 	ErrWrongGoroutine = errors.New("tasks: Step methods must be called from the handler's goroutine")
+	// Errors of events (callbacks, signals).
+	// ErrEventsUnsupported: the task store is not an EventStore.
+	ErrEventsUnsupported = errors.New("tasks: the task store does not take events (callbacks, signals): it is not a tasks.EventStore")
+	// ErrEventClosed: the task takes no more of this signal. It was
+	// delivered already, its wait timed out, the name is not a signal's,
+	// the task holds MaxEvents events, or the task ended.
+	ErrEventClosed = errors.New("tasks: the task takes no more of this event")
+	// ErrCallbackTimeout is returned by AwaitCallback when the callback's
+	// wait ended before a valid request arrived.
+	ErrCallbackTimeout = errors.New("tasks: the callback's wait timed out")
+	// ErrSignalTimeout is returned by AwaitSignal when its wait ended
+	// before the signal arrived.
+	ErrSignalTimeout = errors.New("tasks: the signal's wait timed out")
+	// ErrInvalidPayload: an event's payload does not fit its type (or is
+	// too large, or not JSON).
+	ErrInvalidPayload = errors.New("tasks: invalid event payload")
+	// ErrNoPublicURL: Callback needs Options.PublicURL, the public URL the
+	// MCP function is served under (MCPTASKS_PUBLIC_URL), to form its URL.
+	ErrNoPublicURL = errors.New("tasks: callbacks need the server's public URL (Options.PublicURL, MCPTASKS_PUBLIC_URL)")
 )
 
 // Status is the lifecycle state of a task.

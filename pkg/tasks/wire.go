@@ -28,6 +28,12 @@ const (
 	// wait for it, so a client may leave it unanswered and keep polling (the
 	// tasks extension itself has no such notion).
 	MetaStanding = "dev.mcptasks/standing"
+	// CallbackPath is the path under which the MCP function serves callback
+	// URLs (see [Callback]): Options.PublicURL + CallbackPath + taskId + "/" +
+	// token. Every platform routes it to the MCP function: the local server
+	// and a Lambda Function URL serve every path, Vercel needs the rewrite of
+	// /callbacks/:path* to /api/mcp in vercel.json.
+	CallbackPath = "/callbacks/"
 	// Error codes used by the extension.
 	CodeHeaderMismatch      = mcp.CodeHeaderMismatch                    // -32020
 	CodeMissingCapabilities = mcp.CodeMissingRequiredClientCapabilities // -32021
