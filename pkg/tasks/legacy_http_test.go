@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +36,7 @@ func newLegacyServer(t *testing.T, opts tasks.Options) *legacyServer {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	rc := testredis.Client(t, "redis-server")
-	store := redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + tasks.NewID() + ":"})
+	store := redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + driver.NewID() + ":"})
 	opts.Logger = quiet
 	opts.Principal = func(_ context.Context, extra *mcp.RequestExtra) string {
 		if extra != nil && extra.Header != nil {

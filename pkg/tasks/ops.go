@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,7 +21,7 @@ import (
 // result to send (with resultType, without _meta: the transport adds
 // serverInfo) or a JSON-RPC error (*jsonrpc.Error) carrying the code the
 // transport maps to its HTTP status. An id the server never issued (see
-// [ValidID]) is unknown without a store call, and every store call is
+// [driver.ValidID]) is unknown without a store call, and every store call is
 // bounded by Options.StoreTimeout.
 
 // getTask answers tasks/get for the principal owner: a detailedTask
@@ -47,13 +48,13 @@ func (s *Server) getTask(ctx context.Context, owner, id string) (_ mcp.Result, e
 func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, methodCancel, "", id)
 	defer func() { endSpan(span, err) }()
-	if !ValidID(id) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
 	type cancelled struct {
-		st    Status
+		st    driver.Status
 		ended bool
 	}
 	c, err := await(ctx, s.storeDirect, func(ctx context.Context) (cancelled, error) {
@@ -61,7 +62,7 @@ func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 		return cancelled{st, ended}, err
 	})
 	st, ended := c.st, c.ended
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if st != "" {
@@ -91,7 +92,7 @@ func (s *Server) cancelTask(ctx context.Context, owner, id string) (_ mcp.Result
 func (s *Server) updateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, methodUpdate, "", id)
 	defer func() { endSpan(span, err) }()
-	if !ValidID(id) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
@@ -99,7 +100,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	requests, err := await(ctx, s.storeDirect, func(ctx context.Context) (map[string]json.RawMessage, error) {
 		return s.store.Outstanding(ctx, owner, id, s.now())
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err != nil {
@@ -118,7 +119,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err == nil || resumed {
@@ -203,14 +204,14 @@ func storeUnavailable() error {
 
 // lookup reads owner's task id within Options.StoreTimeout: -32602 when it
 // is unknown or foreign, -32603 when the store fails.
-func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, error) {
-	if !ValidID(id) {
+func (s *Server) lookup(ctx context.Context, owner, id, method string) (*driver.Task, error) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
-	if errors.Is(err, ErrNotFound) {
+	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.Task, error) { return s.store.Get(ctx, owner, id) })
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -211,7 +212,7 @@ func TestWireTranscripts(t *testing.T) {
 							if err != nil {
 								t.Fatal(err)
 							}
-							if res.Skipped || res.Status.Terminal() || res.Status == tasks.StatusInputRequired {
+							if res.Skipped || res.Status.Terminal() || res.Status == driver.StatusInputRequired {
 								break
 							}
 						}

@@ -10,29 +10,29 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// The list index (tasks.Lister) is the tasks_listed index over the tasks a
-// creation marked listed (tasks.NewTask.Listed): per owner, newest expiry
+// The list index (driver.Lister) is the tasks_listed index over the tasks a
+// creation marked listed (driver.NewTask.Listed): per owner, newest expiry
 // first, then id. A page is one statement; the cursor is the expiry and id
 // of the page's last task. Unlike the Redis store's per-principal index,
 // it is not capped: a principal lists all its unexpired tasks, a page at a
 // time.
 
-var _ tasks.Lister = (*Store)(nil)
+var _ driver.Lister = (*Store)(nil)
 
-// List implements tasks.Lister: newest first (by expiry, then id), a page
+// List implements driver.Lister: newest first (by expiry, then id), a page
 // at a time.
-func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	if limit <= 0 {
-		limit = tasks.ListPageSize
+		limit = driver.ListPageSize
 	}
 	var afterExp, afterID any
 	if cursor != "" {
 		exp, id, ok := decodeCursor(cursor)
 		if !ok {
-			return nil, "", tasks.ErrBadCursor
+			return nil, "", driver.ErrBadCursor
 		}
 		afterExp, afterID = exp, id
 	}
@@ -44,7 +44,7 @@ func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now t
 	}
 	ctx, span := s.span(ctx, "list")
 	rows, err := s.pool.Query(ctx, s.sql.list, owner, now.UnixMilli(), afterExp, afterID, int64(limit+1))
-	var out []*tasks.Task
+	var out []*driver.Task
 	var exps []int64
 	if err == nil {
 		var id string
@@ -82,7 +82,7 @@ func decodeCursor(c string) (int64, string, bool) {
 		return 0, "", false
 	}
 	exp, id, ok := strings.Cut(string(b), ":")
-	if !ok || !tasks.ValidID(id) {
+	if !ok || !driver.ValidID(id) {
 		return 0, "", false
 	}
 	n, err := strconv.ParseInt(exp, 10, 64)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/redis/rueidis"
 )
@@ -27,14 +27,14 @@ func TestTasksCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	prefix := "tasks-" + tasks.NewID()[:8] + ":"
+	prefix := "tasks-" + driver.NewID()[:8] + ":"
 	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
 	var ids []string
 	for i, c := range []struct{ owner, tool string }{{"iss|alice", "send_report"}, {"iss|bob", "transcode"}, {"iss|alice", "transcode"}} {
-		id := tasks.NewID()
-		if _, err := store.Create(ctx, &tasks.NewTask{ID: id, Owner: c.owner, Tool: c.tool, Args: json.RawMessage(`{}`),
+		id := driver.NewID()
+		if _, err := store.Create(ctx, &driver.NewTask{ID: id, Owner: c.owner, Tool: c.tool, Args: json.RawMessage(`{}`),
 			TTL: time.Hour, Now: now.Add(time.Duration(i-3) * time.Hour / 10)}); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestTasksCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out.String()), &rows); err != nil || r.code != 0 {
 		t.Fatalf("tasks --json: exit %d, %v:\n%s", r.code, err, r.out.String())
 	}
-	if len(rows) != 1 || rows[0].TaskID != ids[2] || rows[0].Owner != "iss|alice" || rows[0].Status != tasks.StatusWorking || rows[0].CreatedAt.IsZero() {
+	if len(rows) != 1 || rows[0].TaskID != ids[2] || rows[0].Owner != "iss|alice" || rows[0].Status != driver.StatusWorking || rows[0].CreatedAt.IsZero() {
 		t.Errorf("tasks --owner --tool --json = %+v, want only %s", rows, ids[2])
 	}
 	r = cmd("--status", "cancelled", "--json")
