@@ -207,7 +207,7 @@ func canAnswer(caps *mcp.ClientCapabilities, asked map[string]json.RawMessage) b
 // requests it waits for, if that is why.
 func (s *Server) startJob(ctx context.Context, t *tool, owner string, args json.RawMessage,
 	journal []driver.Entry, responses map[string]json.RawMessage, why string, asked map[string]json.RawMessage) (*mcp.CallToolResult, error) {
-	res, err := s.createWith(ctx, t, owner, args, s.opts.TTL, journal, responses)
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args, journal: journal, responses: responses})
 	if err != nil {
 		return nil, err
 	}

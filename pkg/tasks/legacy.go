@@ -138,7 +138,7 @@ func (s *Server) legacyCreateTask(ctx context.Context, owner, tool string, args 
 	if t == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tool " + tool + " does not run as a task"}
 	}
-	res, err := s.createWith(ctx, t, owner, args, s.legacyTTL(ttl), nil, nil)
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args, ttl: s.legacyTTL(ttl)})
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +389,7 @@ func (s *Server) callLegacyInline(ctx context.Context, owner, tool string, args 
 				"tool %s asks the user for input through elicitation, which this client did not declare in initialize "+
 					"(capabilities.elicitation)", tool)}}
 		}
-		res, err := s.createWith(ctx, t, owner, valid, s.opts.TTL, r.journal, r.answered())
+		res, err := s.create(ctx, creation{tool: t, owner: owner, args: valid, journal: r.journal, responses: r.answered()})
 		if err != nil {
 			return inlineOutcome{Err: err}
 		}

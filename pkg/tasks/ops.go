@@ -156,7 +156,7 @@ func (s *Server) createFor(ctx context.Context, owner, tool string, args json.Ra
 	if t == nil || t.inputFirst {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "CreateTask: " + tool + " is not a task tool created without input rounds"}
 	}
-	res, err := s.create(ctx, t, owner, args, nil)
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args})
 	return middlewareCallResult(res), err
 }
 

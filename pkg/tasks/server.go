@@ -513,10 +513,14 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !declaresTasks(ctr.ClientCapabilities()) {
 				return s.callWithout(ctx, ctr, t)
 			}
+			owner := s.principal(ctx, ctr.GetExtra())
 			if !t.inputFirst {
-				return s.createFor(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)
+				return s.createFor(ctx, owner, t.name, ctr.Params.Arguments)
 			}
-			res, err := s.createTask(ctx, ctr, t)
+			res, err := s.create(ctx, creation{tool: t, owner: owner, args: ctr.Params.Arguments,
+				preflight: func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
+					return s.preflight(ctx, ctr, t, owner, args)
+				}})
 			return middlewareCallResult(res), err
 		case methodGet, methodCancel:
 			r, ok := req.(*mcp.ServerRequest[*getParams])
@@ -615,69 +619,60 @@ func toolErrorResult(err error) *mcp.CallToolResult {
 	return &r
 }
 
-// createTask answers a tools/call from a client that declared the
-// extension: it validates the arguments, runs any GatherInputFirst rounds,
-// persists the task, enqueues it and returns the handle.
-func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *tool) (mcp.Result, error) {
-	owner := s.principal(ctx, req.GetExtra())
-	return s.create(ctx, t, owner, req.Params.Arguments, func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
-		return s.preflight(ctx, req, t, owner, args)
-	})
+// creation is what varies between the calls that create a task.
+type creation struct {
+	tool  *tool
+	owner string
+	// args are the arguments as the client sent them: create validates
+	// them (and applies the schema's defaults).
+	args json.RawMessage
+	// ttl is the task's lifetime; zero means Options.TTL.
+	ttl time.Duration
+	// journal and responses seed the task with steps the request took
+	// already (a call that continues as a job, an inline call that goes on
+	// as a task for its input rounds).
+	journal   []driver.Entry
+	responses map[string]json.RawMessage
+	// preflight, for a GatherInputFirst tool, runs its input rounds on the
+	// validated arguments before the task exists: it returns the answer to
+	// give instead of a task (an input round, the result of a run that
+	// finished, an error), or else the journal and responses the task
+	// starts with.
+	preflight func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error)
 }
 
-// create validates raw arguments, gathers input first when the tool asks
-// for it (through preflight), persists the task (durably: tasks/get finds
-// it from here on), enqueues it and returns the handle.
-func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.RawMessage,
-	preflight func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error)) (mcp.Result, error) {
-	return s.createSeeded(ctx, t, owner, raw, s.opts.TTL, func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
-		if !t.inputFirst {
-			return nil, nil, nil, nil
-		}
-		return preflight(args)
-	})
-}
-
-// createWith validates raw arguments and persists a task of t for owner
-// with lifetime ttl, seeded with journal and responses (steps already
-// taken in the request), without input rounds before it.
-func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
-	journal []driver.Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
-	return s.createSeeded(ctx, t, owner, raw, ttl, func(json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
-		return nil, journal, responses, nil
-	})
-}
-
-// createSeeded validates raw arguments, requires a principal, asks seed
-// for the journal and responses the task starts with (or for an answer
-// instead of a task) and persists it with lifetime ttl.
-func (s *Server) createSeeded(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
-	seed func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error)) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
+// create answers a call that creates a task: it validates the arguments
+// (a failure is a tool error, returned as the result), requires a
+// principal, runs c.preflight, persists the task (durably: tasks/get finds
+// it from here on), enqueues it unless the store dispatched it, and
+// returns the handle.
+func (s *Server) create(ctx context.Context, c creation) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, "tools/call", c.tool.name, "")
 	defer func() { endSpan(span, err) }()
-	args, bad := t.validateArgs(raw)
+	args, bad := c.tool.validateArgs(c.args)
 	if bad != nil {
 		return bad, nil
 	}
-	if owner == "" {
+	if c.owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
-	res, journal, responses, err := seed(args)
-	if res != nil || err != nil {
-		return res, err
+	journal, responses := c.journal, c.responses
+	if c.preflight != nil {
+		var res mcp.Result
+		res, journal, responses, err = c.preflight(args)
+		if res != nil || err != nil {
+			return res, err
+		}
 	}
-	return s.persist(ctx, t, owner, args, ttl, journal, responses)
-}
-
-// persist creates the task durably (tasks/get finds it from here on),
-// enqueues it and returns the handle.
-func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.RawMessage, ttl time.Duration,
-	journal []driver.Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
-	nt := &driver.NewTask{ID: driver.NewID(), Owner: owner, Tool: t.name, Args: args,
+	ttl := c.ttl
+	if ttl == 0 {
+		ttl = s.opts.TTL
+	}
+	nt := &driver.NewTask{ID: driver.NewID(), Owner: c.owner, Tool: c.tool.name, Args: args,
 		TTL: ttl, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks,
 		Journal: journal, Responses: responses, Listed: s.listEnabled()}
 	nt.Now = s.now()
-	if s.tel.tracer != nil { // ctx holds the tools/call span (create, createWith)
+	if s.tel.tracer != nil { // ctx holds the tools/call span
 		nt.TraceParent = traceParent(ctx)
 		trace.SpanFromContext(ctx).SetAttributes(AttrTaskID.String(nt.ID))
 	}
@@ -688,13 +683,13 @@ func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.R
 		return nil, tooManyTasks(nt.MaxLive)
 	}
 	if err != nil {
-		s.log.Error("creating a task failed", "tool", t.name, "err", err)
+		s.log.Error("creating a task failed", "tool", c.tool.name, "err", err)
 		s.storeFailed(ctx, "create")
 		return nil, storeUnavailable()
 	}
-	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
+	s.audit(ctx, AuditCreated, c.owner, task.ID, slog.String("tool", c.tool.name))
 	if s.tel.created != nil {
-		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(t.name)))
+		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool.name)))
 	}
 	if s.dispatch {
 		return newCreateTaskResult(task), nil // enqueued by the create itself
