@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/tools/txtar"
 )
 
 // The differential harness: one tasks server, served by a ForTasks endpoint
@@ -445,36 +444,25 @@ func seeds(tb testing.TB) []exchange {
 // package tasks, their $TASK being the fake store's input_required task.
 func transcriptSeeds(tb testing.TB) []exchange {
 	tb.Helper()
-	files, err := filepath.Glob("../tasks/testdata/wire/*.txtar")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no wire transcripts: %v", err)
-	}
 	var xs []exchange
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, f := range transcriptFiles(tb) {
+		ar, err := txtar.ParseFile(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		parts := strings.Split(string(data), "\n-- ")
-		for i, p := range parts {
-			name, body, ok := strings.Cut(p, " --\n")
-			if !ok || name != "client" {
+		for i, sec := range ar.Files {
+			if sec.Name != "client" {
 				continue
 			}
-			var req struct {
-				Caps    []string          `json:"caps"`
-				Method  string            `json:"method"`
-				Params  map[string]any    `json:"params"`
-				Headers map[string]string `json:"headers"`
-			}
-			if err := json.Unmarshal([]byte(strings.ReplaceAll(body, "$TASK", idInput)), &req); err != nil {
+			req, err := parseRequest(sec.Data, idInput)
+			if err != nil {
 				tb.Fatalf("%s section %d: %v", f, i, err)
 			}
 			caps := withExt
 			if req.Caps != nil && len(req.Caps) == 0 {
 				caps = map[string]any{}
 			}
-			x := fuzzEnvelope(req.Method, i, req.Params, caps)
+			x := fuzzEnvelope(req.Method, i+1, req.Params, caps) // request ids number the sections from 1
 			for k, v := range req.Headers {
 				x.hdr.Set(k, v)
 			}
