@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// MaxBranches bounds the branches of one parallel step.
-const MaxBranches = 1000
-
 // Fork describes the branches of a parallel step, as the Change that
 // starts them carries them (Change.Fork).
 type Fork struct {

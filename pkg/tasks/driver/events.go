@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// MaxEvents bounds the events a task holds when a signal comes before its
-// wait: an EventStore refuses such a signal (ErrEventClosed) once the task
-// holds this many events (waits and deliveries).
-const MaxEvents = 100
-
 // EventKind says what delivers an event.
 type EventKind string
 

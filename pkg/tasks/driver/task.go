@@ -16,6 +16,13 @@ const (
 	// ListPageSize is how many tasks one page of a list holds at most
 	// (Lister.List, and the tasks/list the engine serves from it).
 	ListPageSize = 50
+	// MaxBranches bounds the branches of one parallel step: a branch id's
+	// index is below it.
+	MaxBranches = 1000
+	// MaxEvents bounds the events a task holds when a signal comes before
+	// its wait: an EventStore refuses such a signal (ErrEventClosed) once
+	// the task holds this many events (waits and deliveries).
+	MaxEvents = 100
 )
 
 // Errors a [Store] returns.
