@@ -25,6 +25,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/term v0.46.0
 	golang.org/x/time v0.15.0
+	golang.org/x/tools v0.50.0
 )
 
 require (

@@ -19,7 +19,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 type task = mcptest.Task
@@ -87,7 +87,7 @@ func redisEnv(t *testing.T, kind string) []string {
 	case "redis-server":
 		return []string{"REDIS_URL=" + testredis.Start(t)}
 	case "cluster":
-		return []string{"REDIS_URL=" + testredis.SharedCluster(t).URL, "MCPTASKS_KEY_PREFIX=e2e" + tasks.NewID() + ":"}
+		return []string{"REDIS_URL=" + testredis.SharedCluster(t).URL, "MCPTASKS_KEY_PREFIX=e2e" + driver.NewID() + ":"}
 	}
 	t.Fatalf("unknown Redis kind %q", kind)
 	return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // TestLambdaWorkerBootstrap builds the Lambda worker the way SAM does
@@ -69,7 +70,7 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	poisoned := tasks.NewID() // a valid id whose key holds the wrong type
+	poisoned := driver.NewID() // a valid id whose key holds the wrong type
 	if err := rc.Do(t.Context(), rc.B().Set().Key("mcptasks:{"+poisoned+"}").Value("not a hash").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestLambdaMCPBootstrap(t *testing.T) {
 	// The Function URL serves callback URLs too: a body of the wrong type
 	// gets the callback handler's 415 (checked before the URL is).
 	cb := lambdart.FunctionURLEvent([]byte("not json"), map[string]string{"content-type": "text/plain"})
-	path := tasks.CallbackPath + tasks.NewID() + "/" + strings.Repeat("A", 43)
+	path := tasks.CallbackPath + driver.NewID() + "/" + strings.Repeat("A", 43)
 	cb["rawPath"] = path
 	cb["requestContext"].(map[string]any)["http"].(map[string]any)["path"] = path
 	res = fn.invoke(t, "inv-callback", cb)

@@ -14,6 +14,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 var dashboardCommand = local.Command{
@@ -98,7 +99,7 @@ func runDashboard(ctx context.Context, args []string, stdout io.Writer, getenv f
 // pushQueue stands for a push queue (SQS, QStash) whose adapter the
 // binary does not link: it enqueues nothing, and the deployment's sweeper
 // recovers a resumed task (its due time was set by the update).
-func pushQueue(context.Context, bundle.Config) (tasks.Queue, error) { return noQueue{}, nil }
+func pushQueue(context.Context, bundle.Config) (driver.Queue, error) { return noQueue{}, nil }
 
 type noQueue struct{}
 

@@ -42,7 +42,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testkit/lambdart"
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/queue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 func main() {
@@ -263,7 +263,7 @@ func firstEvent(fn string) ([]byte, error) {
 		return json.Marshal(lambdart.FunctionURLEvent(body, headers))
 	case "worker":
 		return json.Marshal(map[string]any{"Records": []map[string]any{
-			lambdart.SQSRecord("m-1", string(queue.EncodeMessage(tasks.NewID())), "coldstart")}})
+			lambdart.SQSRecord("m-1", string(queue.EncodeMessage(driver.NewID())), "coldstart")}})
 	case "sweep":
 		return json.Marshal(lambdart.ScheduledEvent())
 	}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcptasks/mcptasks/internal/testkit/fakeqstash"
 	"github.com/mcptasks/mcptasks/internal/testkit/fakesqs"
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
@@ -31,7 +33,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // The reference workload: a task of five steps — a Do, a ten-minute
@@ -172,7 +174,7 @@ func start(t *testing.T, platform, redisURL string, c *clock) *deployment {
 		fs := fakesqs.Start(t)
 		qurl := fs.CreateQueue("mcptasks-tasks")
 		vars["MCPTASKS_QUEUE"], vars["MCPTASKS_SQS_QUEUE_URL"] = "sqs", qurl
-		opts = append(opts, bundle.WithQueue(bundle.QueueSQS, func(context.Context, bundle.Config) (tasks.Queue, error) {
+		opts = append(opts, bundle.WithQueue(bundle.QueueSQS, func(context.Context, bundle.Config) (driver.Queue, error) {
 			return sqsqueue.New(fs.Client(), qurl, &sqsqueue.Options{Now: c.Now}), nil
 		}), bundle.WithRedisClientOptions(bundle.ForOneRequestAtATime))
 		seen := 0
@@ -204,7 +206,7 @@ func start(t *testing.T, platform, redisURL string, c *clock) *deployment {
 		vars["QSTASH_URL"], vars["QSTASH_TOKEN"] = qs.URL, qs.Token
 		vars["QSTASH_CURRENT_SIGNING_KEY"], vars["QSTASH_NEXT_SIGNING_KEY"] = qs.CurrentKey, qs.NextKey
 		vars["MCPTASKS_QSTASH_WORKER_URL"] = worker
-		opts = append(opts, bundle.WithQueue(bundle.QueueQStash, func(_ context.Context, cfg bundle.Config) (tasks.Queue, error) {
+		opts = append(opts, bundle.WithQueue(bundle.QueueQStash, func(_ context.Context, cfg bundle.Config) (driver.Queue, error) {
 			return qstash.New(cfg.QStash.Token, cfg.QStash.WorkerURL, &qstash.Options{BaseURL: cfg.QStash.URL, Now: c.Now})
 		}))
 		seen := 0

@@ -5,27 +5,30 @@
 //  0. Leaf helpers, where their users are: internal/slots (Redis Cluster
 //     hash slots), internal/pgschema and internal/pglisten (the Postgres
 //     schema and LISTEN), pkg/tasks/internal/jsonscan.
-//  1. The engine and its public face: pkg/tasks (the Step API, the Store
-//     and Queue contracts, the Server, its HTTP handler). It imports only
-//     the go-sdk, a JSON-schema validator, OpenTelemetry's API and the
-//     leaf helpers.
-//  2. What builds on the engine alone: pkg/tasks/inspect (the operator's
+//  1. The contracts the engine runs on: pkg/tasks/driver (the Store and
+//     the Queue, the records they exchange, the errors a store returns).
+//     It imports only the standard library.
+//  2. The engine and its public face: pkg/tasks (the Step API, the
+//     Server, its HTTP handler). It imports only the contracts, the
+//     go-sdk, a JSON-schema validator, OpenTelemetry's API and the leaf
+//     helpers.
+//  3. What builds on the engine alone: pkg/tasks/inspect (the operator's
 //     view of a store), pkg/queue (the shared message format), pkg/auth,
 //     pkg/embedredis, pkg/otelexport, pkg/client.
-//  3. Backends: pkg/tasks/redisstore, pkg/tasks/pgstore, and the queues
+//  4. Backends: pkg/tasks/redisstore, pkg/tasks/pgstore, and the queues
 //     under pkg/queue.
-//  4. The contracts' suites, for backend authors: pkg/tasks/storetest,
+//  5. The contracts' suites, for backend authors: pkg/tasks/storetest,
 //     pkg/queue/queuetest.
-//  5. The one wiring place: pkg/bundle (environment to store, queue,
+//  6. The one wiring place: pkg/bundle (environment to store, queue,
 //     auth, server and handler).
-//  6. Platform adapters: pkg/platform and its subpackages (local,
+//  7. Platform adapters: pkg/platform and its subpackages (local,
 //     vercel, awslambda, local/localtest).
-//  7. Tool packages: pkg/examples, pkg/examples/conformance, pkg/apps. A
-//     tool package imports the engine (layer 1) and nothing of the wiring;
+//  8. Tool packages: pkg/examples, pkg/examples/conformance, pkg/apps. A
+//     tool package imports the engine (layer 2) and nothing of the wiring;
 //     no platform adapter imports one.
-//  8. Entry points and commands: api/..., cmd/... (with
+//  9. Entry points and commands: api/..., cmd/... (with
 //     cmd/mcptasks/internal/..., the code only mcptasks uses).
-//  9. Test kits and end-to-end programs: internal/testkit/..., e2e/...,
+//  10. Test kits and end-to-end programs: internal/testkit/..., e2e/...,
 //     pkg/client/internal/faketasks. Only tests (and other test kits)
 //     import them. Beside them, test-only packages: internal/layers (this
 //     rule) and docs (every command the documentation shows names the test

@@ -23,27 +23,29 @@ func rank(p string) int {
 	switch {
 	case p == "internal/slots" || p == "internal/pgschema" || p == "internal/pglisten" || p == "pkg/tasks/internal/jsonscan":
 		return 0
-	case p == "pkg/tasks":
+	case p == "pkg/tasks/driver":
 		return 1
-	case p == "pkg/client/internal/faketasks" || prefixed("internal/testkit", "e2e"):
-		return 9
-	case p == "pkg/tasks/inspect" || p == "pkg/queue" || prefixed("pkg/auth", "pkg/embedredis", "pkg/otelexport", "pkg/client"):
+	case p == "pkg/tasks":
 		return 2
+	case p == "pkg/client/internal/faketasks" || prefixed("internal/testkit", "e2e"):
+		return 10
+	case p == "pkg/tasks/inspect" || p == "pkg/queue" || prefixed("pkg/auth", "pkg/embedredis", "pkg/otelexport", "pkg/client"):
+		return 3
 	case p == "pkg/tasks/redisstore" || p == "pkg/tasks/pgstore" || p == "pkg/queue/redisqueue" || p == "pkg/queue/sqsqueue" ||
 		p == "pkg/queue/qstash" || p == "pkg/queue/pgqueue":
-		return 3
-	case p == "pkg/tasks/storetest" || p == "pkg/queue/queuetest":
 		return 4
-	case prefixed("pkg/bundle"):
+	case p == "pkg/tasks/storetest" || p == "pkg/queue/queuetest":
 		return 5
-	case prefixed("pkg/platform"):
+	case prefixed("pkg/bundle"):
 		return 6
-	case prefixed("pkg/examples", "pkg/apps"):
+	case prefixed("pkg/platform"):
 		return 7
-	case prefixed("api", "cmd"):
+	case prefixed("pkg/examples", "pkg/apps"):
 		return 8
-	case p == "internal/layers" || p == "docs":
+	case prefixed("api", "cmd"):
 		return 9
+	case p == "internal/layers" || p == "docs":
+		return 10
 	}
 	return -1
 }

@@ -88,7 +88,7 @@ CREATE TABLE {S}.locks (
 // sweeper deleted its row yet.
 //
 // p_dispatch asks a transition to keep the task's message in the queue
-// table itself (tasks.Dispatcher): enqueue() / dequeue(). A transition
+// table itself (driver.Dispatcher): enqueue() / dequeue(). A transition
 // that may change what a client sees of a task notifies "<schema>.tasks"
 // with the task's id, delivered when it commits (Store.Watch).
 //

@@ -43,7 +43,7 @@ func Slot(key string) int {
 
 // ShardOf returns the shard (0..n-1) of the task whose keys carry the hash
 // tag {id}. A branch of a task's parallel step, whose id is the task's id,
-// a dot and more (tasks.BranchID), falls on its task's shard.
+// a dot and more (driver.BranchID), falls on its task's shard.
 func ShardOf(id string, n int) int {
 	if n <= 1 {
 		return 0

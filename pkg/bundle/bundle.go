@@ -40,6 +40,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -452,7 +453,7 @@ type Bundle struct {
 	App   *tasks.App
 	Tasks *tasks.Server
 	// Queue is the queue the tasks server enqueues to (see Config.Queue).
-	Queue   tasks.Queue
+	Queue   driver.Queue
 	Handler http.Handler
 	// embedded is the in-process Redis when no REDIS_URL was given.
 	embedded EmbeddedRedis
@@ -492,7 +493,7 @@ type EmbeddedRedis interface {
 // from the deployment's configuration. The platform adapter that can serve
 // that queue passes it with [WithQueue], so that only its binaries link
 // the adapter's SDK.
-type QueueFactory func(ctx context.Context, cfg Config) (tasks.Queue, error)
+type QueueFactory func(ctx context.Context, cfg Config) (driver.Queue, error)
 
 // Option adjusts how [New] builds a bundle beyond what Config says: which
 // adapters the binary links.
@@ -823,7 +824,7 @@ func (b *Bundle) connectRedis(o options) error {
 }
 
 // newStore builds the task store Config.Store selects.
-func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemetry) (tasks.Store, error) {
+func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemetry) (driver.Store, error) {
 	cfg := b.Config
 	if cfg.Store == StorePostgres {
 		return b.newPostgresStore(ctx, tel)
@@ -840,7 +841,7 @@ func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemet
 }
 
 // newQueue builds the queue adapter Config.Queue selects.
-func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (tasks.Queue, error) {
+func (b *Bundle) newQueue(ctx context.Context, prefix string, o options) (driver.Queue, error) {
 	cfg := b.Config
 	if cfg.Queue == QueuePostgres {
 		return b.newPostgresQueue(), nil

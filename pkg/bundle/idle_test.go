@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // adminClient is a client of the Redis at url for the test's own reads.
@@ -73,7 +74,7 @@ func TestIdleWorkerProcesses(t *testing.T) {
 	}
 	url := testredis.Start(t)
 	admin := adminClient(t, url)
-	prefix := "idle:" + tasks.NewID() + ":"
+	prefix := "idle:" + driver.NewID() + ":"
 	env := map[string]string{"REDIS_URL": url, "MCPTASKS_KEY_PREFIX": prefix}
 	if v := os.Getenv("MCPTASKS_REDIS_SHARDS"); v != "" {
 		env["MCPTASKS_REDIS_SHARDS"] = v
@@ -99,7 +100,7 @@ func TestSweepersTakeTurns(t *testing.T) {
 	const every, window = 100 * time.Millisecond, 2 * time.Second
 	url := testredis.Start(t)
 	admin := adminClient(t, url)
-	env := map[string]string{"REDIS_URL": url, "MCPTASKS_KEY_PREFIX": "sweep:" + tasks.NewID() + ":", "MCPTASKS_SWEEP_INTERVAL": every.String()}
+	env := map[string]string{"REDIS_URL": url, "MCPTASKS_KEY_PREFIX": "sweep:" + driver.NewID() + ":", "MCPTASKS_SWEEP_INTERVAL": every.String()}
 	before := testredis.CommandCalls(t, admin)
 	for range 2 {
 		startProcess(t, env, false, true)

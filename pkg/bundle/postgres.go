@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
@@ -54,7 +55,7 @@ func (b *Bundle) connectPostgres(ctx context.Context) error {
 
 // newPostgresStore builds the Postgres store; it dispatches into the
 // Postgres queue when that is the queue (same database, same schema).
-func (b *Bundle) newPostgresStore(_ context.Context, tel *tasks.Telemetry) (tasks.Store, error) {
+func (b *Bundle) newPostgresStore(_ context.Context, tel *tasks.Telemetry) (driver.Store, error) {
 	b.pgStore = pgstore.New(b.pool, &pgstore.Options{
 		Schema:         b.Config.PGSchema,
 		EnqueueGrace:   b.Config.MaxDuration / 2,
@@ -68,7 +69,7 @@ func (b *Bundle) newPostgresStore(_ context.Context, tel *tasks.Telemetry) (task
 
 // newPostgresQueue builds the Postgres queue, which local and
 // self-hosted workers consume (RunWorkers).
-func (b *Bundle) newPostgresQueue() tasks.Queue {
+func (b *Bundle) newPostgresQueue() driver.Queue {
 	b.pgConsumer = pgqueue.New(b.pool, &pgqueue.Options{
 		Schema:     b.Config.PGSchema,
 		Visibility: b.Config.Visibility,

@@ -13,6 +13,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -29,15 +30,15 @@ func newServer(t *testing.T) *tasks.Server {
 // run creates a stoppable_batch task; answer, if not nil, is sent after the
 // first invocation. It returns the statuses the task went through (after
 // each invocation) and its result's text.
-func run(t *testing.T, srv *tasks.Server, args string, answer json.RawMessage) ([]tasks.Status, string) {
+func run(t *testing.T, srv *tasks.Server, args string, answer json.RawMessage) ([]driver.Status, string) {
 	t.Helper()
 	ctx := context.Background()
-	task, err := srv.Store().Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "stoppable_batch",
+	task, err := srv.Store().Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "stoppable_batch",
 		Args: json.RawMessage(args), TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen []tasks.Status
+	var seen []driver.Status
 	for i := 0; i < 50; i++ {
 		res, err := srv.Advance(ctx, task.ID)
 		if err != nil {
@@ -86,7 +87,7 @@ func TestStoppableBatch(t *testing.T) {
 	// An hour's pause after part 1: the task sleeps in input_required (the
 	// offer outstanding) until the answer wakes it.
 	seen, got := run(t, srv, `{"parts":3,"pauseMillis":3600000}`, stop)
-	if got != "processed 1 of 3 parts, checksum 1; stopped early" || len(seen) != 2 || seen[0] != tasks.StatusInputRequired {
+	if got != "processed 1 of 3 parts, checksum 1; stopped early" || len(seen) != 2 || seen[0] != driver.StatusInputRequired {
 		t.Errorf("stopped in a pause: statuses %v, result %q; want [input_required completed]", seen, got)
 	}
 }
@@ -101,7 +102,7 @@ func TestDurationArgumentsBounded(t *testing.T) {
 		"batch_report":    `{"steps":1,"stepMillis":18446744073710}`,
 		"stoppable_batch": `{"parts":2,"pauseMillis":18446744073710}`,
 	} {
-		task, err := srv.Store().Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: tool,
+		task, err := srv.Store().Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: tool,
 			Args: json.RawMessage(args), TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +114,7 @@ func TestDurationArgumentsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != tasks.StatusFailed || got.Error == nil || got.Error.Code != -32602 {
+		if got.Status != driver.StatusFailed || got.Error == nil || got.Error.Code != -32602 {
 			t.Errorf("%s %s: %s %+v, want failed with -32602", tool, args, got.Status, got.Error)
 		}
 	}

@@ -3,6 +3,7 @@ package examples
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,7 +148,7 @@ func fakeTranscoder(log *slog.Logger, job Job, d time.Duration) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if secret := os.Getenv(EnvTranscodeSecret); secret != "" {
-		now, id := time.Now(), tasks.NewID()
+		now, id := time.Now(), "msg_"+rand.Text()
 		req.Header.Set("webhook-id", id)
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 		req.Header.Set("webhook-signature", tasks.SignWebhook(secret, id, now, b))

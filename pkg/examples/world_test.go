@@ -16,6 +16,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/examples"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -67,7 +68,7 @@ func (w *world) drain(t *testing.T) {
 func (w *world) create(t *testing.T, tool, args string) string {
 	t.Helper()
 	// The store dispatches: the creation enqueues the task.
-	task, err := w.srv.Store().Create(t.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "anonymous", Tool: tool,
+	task, err := w.srv.Store().Create(t.Context(), &driver.NewTask{ID: driver.NewID(), Owner: "anonymous", Tool: tool,
 		Args: json.RawMessage(args), TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)

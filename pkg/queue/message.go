@@ -7,7 +7,7 @@ import (
 )
 
 // MaxTaskIDLen bounds the task id a pushed message may carry. Task ids are
-// 22 characters (tasks.NewID); the bound only keeps garbage out.
+// 22 characters (driver.NewID); the bound only keeps garbage out.
 const MaxTaskIDLen = 256
 
 // Message is the body of a message that a push queue (Amazon SQS, Upstash

@@ -2,7 +2,7 @@
 // push task ids to a worker (Amazon SQS, Upstash QStash): a message is only
 // a task id, "look at this task at or after this time".
 //
-// The queue contract itself, [tasks.Queue], belongs to the engine that
+// The queue contract itself, [driver.Queue], belongs to the engine that
 // consumes it. The adapters live in their own packages so that each binary
 // links only the one it uses:
 //
@@ -15,5 +15,5 @@
 // store, and the sweeper re-enqueues a task whose message was lost. The
 // queue must never be the only record of anything.
 //
-// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+// [driver.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks/driver#Queue
 package queue

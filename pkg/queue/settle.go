@@ -5,7 +5,7 @@ import "context"
 // Settle says what a worker's own write did with the message it handles,
 // for the pull queues whose consumers hand messages to a [Handler]
 // (redisqueue, pgqueue): a store that enqueues through the queue in its
-// own transitions (a tasks.Dispatcher) makes a task's message due again,
+// own transitions (a driver.Dispatcher) makes a task's message due again,
 // or removes it, in the same write as the task's transition, so the
 // consumer need not acknowledge it.
 type Settle int

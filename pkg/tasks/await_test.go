@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,11 +17,11 @@ import (
 // stallingStore is a store whose Get ignores its context: it returns only
 // once release is closed.
 type stallingStore struct {
-	tasks.Store // HonoursDeadline is not promoted
-	release     chan struct{}
+	driver.Store // HonoursDeadline is not promoted
+	release      chan struct{}
 }
 
-func (s *stallingStore) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+func (s *stallingStore) Get(ctx context.Context, owner, id string) (*driver.Task, error) {
 	<-s.release
 	return s.Store.Get(context.WithoutCancel(ctx), owner, id)
 }
@@ -36,15 +37,15 @@ func (declaringStore) HonoursDeadline() bool { return true }
 // store that declares it is called directly, on the request's goroutine,
 // and its own answer is the request's.
 func TestStoreTimeoutAwait(t *testing.T) {
-	rs := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "await" + tasks.NewID() + ":"})
+	rs := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "await" + driver.NewID() + ":"})
 	ctx := context.Background()
-	id := tasks.NewID()
+	id := driver.NewID()
 	now := time.Now()
-	if _, err := rs.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err != nil {
+	if _, err := rs.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	const timeout = 50 * time.Millisecond
-	serve := func(st tasks.Store) *tasks.Server {
+	serve := func(st driver.Store) *tasks.Server {
 		return tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, st, nil,
 			&tasks.Options{StoreTimeout: timeout, Logger: slog.New(slog.DiscardHandler)})
 	}

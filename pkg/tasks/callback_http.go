@@ -13,18 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
-
-// CallbackPath is the path under which the MCP function serves callback
-// URLs (see [Callback]): Options.PublicURL + CallbackPath + taskId + "/" +
-// token. Every platform routes it to the MCP function: the local server and
-// a Lambda Function URL serve every path, Vercel needs the rewrite of
-// /callbacks/:path* to /api/mcp in vercel.json.
-const CallbackPath = "/callbacks/"
-
-// WebhookTolerance bounds how far from now the webhook-timestamp of a
-// signed callback request may lie (see [WebhookSecret]).
-const WebhookTolerance = 5 * time.Minute
 
 // callbackHandler returns the handler of callback URLs, which NewHandler
 // serves at CallbackPath outside authentication: the URL is the
@@ -55,7 +46,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	_, rest, _ := strings.Cut(r.URL.Path, CallbackPath)
 	id, tok, ok := strings.Cut(rest, "/")
-	if !ok || !ValidID(id) || !validToken(tok) {
+	if !ok || !driver.ValidID(id) || !validToken(tok) {
 		http.NotFound(w, r)
 		return
 	}
@@ -80,7 +71,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		callbackError(w, http.StatusBadRequest, "the body is not JSON")
 		return
 	}
-	es, ok := s.store.(EventStore)
+	es, ok := s.store.(driver.EventStore)
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -88,11 +79,11 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.StoreTimeout)
 	defer cancel()
 	proof := proofOf(tok)
-	wait, err := await(ctx, s.storeDirect, func(ctx context.Context) (*EventWait, error) {
+	wait, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.EventWait, error) {
 		return es.Waiting(ctx, id, "", proof, s.now())
 	})
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		http.NotFound(w, r)
 		return
 	case err != nil:
@@ -114,9 +105,9 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		callbackError(w, http.StatusBadRequest, msg)
 		return
 	}
-	err = s.deliver(ctx, es, id, &Delivery{Name: wait.Name, Proof: proof, Payload: payload}, "callback")
+	err = s.deliver(ctx, es, id, &driver.Delivery{Name: wait.Name, Proof: proof, Payload: payload}, "callback")
 	switch {
-	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrEventClosed):
+	case errors.Is(err, driver.ErrNotFound) || errors.Is(err, driver.ErrEventClosed):
 		http.NotFound(w, r) // taken by a request that came first, or expired meanwhile
 		return
 	case err != nil:

@@ -1,6 +1,6 @@
 // Package tasks implements the MCP Tasks extension (io.modelcontextprotocol/tasks,
 // SEP-2663) on protocol revision 2026-07-28, for servers that run on
-// serverless platforms: durable tasks whose state lives in a [Store] and
+// serverless platforms: durable tasks whose state lives in a [driver.Store] and
 // whose work is advanced by queue-triggered workers, one step per
 // invocation.
 //
@@ -40,7 +40,7 @@
 //
 // A tools/call of a task tool from a client that declares the extension on
 // the request gets a createTaskResult only after the task is durably
-// created in the Store (tasks/get finds it at once); the task id is then
+// created in the store (tasks/get finds it at once); the task id is then
 // enqueued. A worker calls [Server.Advance] for each queue message: it
 // claims a lease with a fencing generation, replays, runs the next step,
 // journals it and re-enqueues, parks or finishes the task. tasks/get
@@ -122,7 +122,7 @@
 //     either in the journal or refused, never both.
 //   - What a wait brought, or that it timed out, is journaled: a replay
 //     returns the same.
-//   - Events need a store that takes them ([EventStore]); inline (a client
+//   - Events need a store that takes them ([driver.EventStore]); inline (a client
 //     without the extension) a tool that waits on the world goes on as a
 //     task with the async-jobs fallback, and is refused otherwise.
 //
@@ -131,7 +131,7 @@
 // [All] runs one branch per item, each in a worker invocation of its own
 // (at most [Concurrency] at once), and returns their results in order once
 // every branch has finished. A branch's queue message is a branch id
-// ([BranchID]: the task's id, the step's number, the branch's index); its
+// ([driver.BranchID]: the task's id, the step's number, the branch's index); its
 // invocation claims the branch under a lease and a fencing generation of
 // its own, replays the handler up to the parallel step (every step before
 // it is journaled) and runs only its own branch, whose result is
@@ -142,7 +142,7 @@
 // branches run; the last one to finish resumes it; cancelling the task
 // stops the branches at their next chance (a running one sees its context
 // cancelled). The sweeper watches a task's branches, so a branch whose
-// message was lost runs anyway. On a store that is not a [Brancher] the
+// message was lost runs anyway. On a store that is not a [driver.Brancher] the
 // branches run one after another as Do steps.
 //
 // # Audit log
@@ -179,7 +179,7 @@
 // created and ended, step durations and attempts, queue lag, sweeper
 // recoveries and store errors (see [Telemetry] and the Attr* and Metric*
 // constants). A task is one trace: the creating tools/call's trace context
-// is stored with it ([Task.TraceParent]), and every later invocation is its
+// is stored with it ([driver.Task.TraceParent]), and every later invocation is its
 // child and links to the enqueue its message came from. Without providers
 // nothing is traced and the hot paths do no tracing work. The package
 // depends on the OpenTelemetry API only; exporters are the deployment's
@@ -187,7 +187,21 @@
 //
 // The journal also keeps, for operators (mcptasks inspect), when each
 // entry was made, the attempt and duration of each Do step, and each
-// failed attempt that was retried ([KindAttempt], which replay skips).
+// failed attempt that was retried ([driver.KindAttempt], which replay skips).
+//
+// # Storing tasks
+//
+// A [Server] runs on a [driver.Store], which holds every task and its
+// journal, and a [driver.Queue], which hands task ids to workers: the
+// contracts of package driver, which a tool author never implements. The
+// module's stores are pkg/tasks/redisstore (Redis, embedded in the local
+// server when no REDIS_URL is set) and pkg/tasks/pgstore (PostgreSQL); its
+// queues are under pkg/queue. A deployment gets them from its environment
+// through pkg/bundle; a backend author implements package driver and proves
+// it with pkg/tasks/storetest and pkg/queue/queuetest. What a store can do
+// beyond the Store (events, parallel branches, short leases, listing,
+// watching) are optional interfaces there, without which the engine does
+// what it can: see package driver.
 //
 // # What this package guarantees
 //
@@ -195,7 +209,7 @@
 // never change; a journaled step is never recomputed and two workers never
 // advance one task at once; every task is bound to the principal that
 // created it, and a task owned by someone else answers exactly like an
-// unknown one, as does an id the server never issued ([ValidID]); any
+// unknown one, as does an id the server never issued ([driver.ValidID]); any
 // process may die at any instant and every task still progresses once
 // processes are back; with [Options.MaxLiveTasks], no principal has more
 // live tasks than the limit, however many creations race.

@@ -22,6 +22,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -67,7 +68,7 @@ func newHarness(t testing.TB, backend string, opts tasks.Options, register func(
 	// A prefix of the harness's own keeps it apart from the other tests on
 	// the shared cluster (testredis.SharedCluster). A benchmark keeps the
 	// default, so that the bytes it reports per task are a deployment's.
-	prefix := "e" + tasks.NewID() + ":"
+	prefix := "e" + driver.NewID() + ":"
 	if _, bench := t.(*testing.B); bench {
 		prefix = "mcptasks:"
 	}
@@ -231,7 +232,7 @@ func TestStepsPerInvocationAndDuplicates(t *testing.T) {
 		}
 		before := runs.Load()
 		res, err := h.srv.Advance(ctx, id)
-		if err != nil || !res.Skipped || res.Status != tasks.StatusCompleted {
+		if err != nil || !res.Skipped || res.Status != driver.StatusCompleted {
 			t.Errorf("duplicate delivery of a completed task: %+v, %v", res, err)
 		}
 		nap := h.create(t, "nap", nil)
@@ -310,7 +311,7 @@ func TestRacingWorkers(t *testing.T) {
 		close(release)
 		a, c := <-aDone, <-cDone
 		var winner, loser tasks.AdvanceResult = c, a
-		if !(winner.Status == tasks.StatusCompleted && loser.Skipped && loser.Reason == "claim lost") {
+		if !(winner.Status == driver.StatusCompleted && loser.Skipped && loser.Reason == "claim lost") {
 			t.Fatalf("A=%+v C=%+v: want C to complete and A's write rejected", a, c)
 		}
 		final := h.c.Get(t, id)
@@ -378,7 +379,7 @@ func TestCrashLoopExhaustsAttempts(t *testing.T) {
 			h.clock.Advance(time.Minute)
 		}
 		res, err := h.srv.Advance(ctx, id)
-		if err != nil || res.Status != tasks.StatusFailed {
+		if err != nil || res.Status != driver.StatusFailed {
 			t.Fatalf("third claim: %+v, %v", res, err)
 		}
 		got := h.c.Get(t, id)
@@ -467,7 +468,7 @@ func TestInputTwoKeys(t *testing.T) {
 			t.Fatalf("advance with one answer: %+v, %v (resumed %d)", res, err, after.Load())
 		}
 		h.c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{"second": map[string]any{"action": "decline"}}})
-		if res, err := h.srv.Advance(ctx, id); err != nil || res.Status != tasks.StatusCompleted {
+		if res, err := h.srv.Advance(ctx, id); err != nil || res.Status != driver.StatusCompleted {
 			t.Fatalf("advance with both answers: %+v, %v", res, err)
 		}
 		done := h.c.Get(t, id)
@@ -502,7 +503,7 @@ func TestNondeterminismFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		v2.Store(true) // deploy new code mid-task
-		if res, err := h.srv.Advance(ctx, id); err != nil || res.Status != tasks.StatusFailed {
+		if res, err := h.srv.Advance(ctx, id); err != nil || res.Status != driver.StatusFailed {
 			t.Fatalf("advance after the code change: %+v, %v", res, err)
 		}
 		got := h.c.Get(t, id)
@@ -514,7 +515,7 @@ func TestNondeterminismFails(t *testing.T) {
 
 // shortQueue caps delays, to exercise chained sleeps.
 type shortQueue struct {
-	tasks.Queue
+	driver.Queue
 	n atomic.Int32
 }
 
@@ -754,7 +755,7 @@ func TestInvalidErrorDataFailsTask(t *testing.T) {
 	})
 	id := h.create(t, "bad", nil)
 	res, err := h.srv.Advance(context.Background(), id)
-	if err != nil || res.Status != tasks.StatusFailed {
+	if err != nil || res.Status != driver.StatusFailed {
 		t.Fatalf("Advance: %+v, %v", res, err)
 	}
 	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), `"nope"`) {
@@ -865,7 +866,7 @@ func TestOversizedStepResult(t *testing.T) {
 	})
 	id := h.create(t, "big", nil)
 	res, err := h.srv.Advance(context.Background(), id)
-	if err != nil || res.Status != tasks.StatusFailed || runs.Load() != 1 {
+	if err != nil || res.Status != driver.StatusFailed || runs.Load() != 1 {
 		t.Fatalf("Advance: %+v, %v after %d runs", res, err, runs.Load())
 	}
 	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), "over the 1024 byte limit") {

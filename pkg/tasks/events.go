@@ -14,127 +14,16 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Events: a task that waits on the world. A callback ([Callback],
 // [AwaitCallback]) is a URL that a system outside the deployment POSTs to
 // once; a signal ([AwaitSignal], [Server.Signal]) is a named event that
 // the tool author's own Go code sends. Either way the task waits without
-// any invocation (status working, [Task.Awaiting] set), and the event's
+// any invocation (status working, [driver.Task.Awaiting] set), and the event's
 // delivery resumes it through the queue. See the package documentation,
 // "Waiting on the world".
-
-// EventKind says what delivers an event.
-type EventKind string
-
-// The kinds of event a task waits for.
-const (
-	// EventCallback is a POST to a callback URL (Callback).
-	EventCallback EventKind = "callback"
-	// EventSignal is a Server.Signal from the tool author's code.
-	EventSignal EventKind = "signal"
-)
-
-// EventWait is a task's wait for the event Name, as the engine opens it
-// (Change.Open) and an [EventStore] keeps it.
-type EventWait struct {
-	// Name is the event's name: the name of the step that made it, unique
-	// in the task.
-	Name string
-	Kind EventKind
-	// Proof, for a callback, is the hex SHA-256 of its URL's token: a
-	// delivery must present the same. The store never sees the token.
-	Proof string
-	// Secret, for a callback, is the Standard Webhooks signing secret its
-	// deliveries are verified with ("" for none).
-	Secret string
-	// Schema is the JSON schema a payload is checked against (nil: any
-	// JSON value).
-	Schema json.RawMessage
-	// Until is when the wait ends: a delivery at or after it is refused.
-	// The engine always sets it (at the latest, the task's expiry).
-	Until time.Time
-}
-
-// An EventStore is a [Store] that takes events for its tasks: callbacks
-// and signals. A Store that is not one serves every other step; a tool
-// that makes a callback or awaits a signal on it gets an error wrapping
-// [ErrEventsUnsupported] (which it may return, failing the task), and
-// [Server.Signal] that error too.
-//
-// Contract (the storetest suite checks it):
-//
-//   - A wait is opened by the Commit whose Change lists it (Change.Open)
-//     and stays open until its event is delivered, its Until passes, or
-//     the task ends. A claim with a lease closes the waits whose Until is
-//     at or before its now, and reports the payloads delivered so far
-//     (Claim.Events).
-//   - A callback is delivered at most once: Deliver with its name and
-//     proof succeeds while its wait is open and answers ErrNotFound
-//     otherwise, exactly as for a task that does not exist (used,
-//     expired, forged, another task's: indistinguishable).
-//   - A signal is delivered at most once per name: before the task opened
-//     its wait it is kept (buffered, at most MaxEvents events per task),
-//     while the wait is open it is delivered; afterwards (delivered,
-//     closed, or the name is a callback's) Deliver answers ErrEventClosed,
-//     and so it does for a task that ended.
-//   - A delivery of the event a released task awaits (Change.Await)
-//     resumes it: working and due now, its Awaiting cleared; resumed is
-//     then true (the caller enqueues it, unless the store is a
-//     Dispatcher, which has).
-//   - Deliveries never change what a claim already read: a delivery after
-//     a claim is seen by the next claim, or resumes the task if it awaits
-//     it then.
-type EventStore interface {
-	// Waiting returns the open wait a delivery to task id would fill:
-	// for a callback (proof set) the open callback wait with that proof
-	// (named name, or any name when name is empty), else ErrNotFound; for
-	// a signal (proof empty) the open wait name, or nil when the task has
-	// none yet (a delivery would be buffered), or ErrEventClosed when it
-	// takes no more of name. It answers ErrNotFound for a task that does
-	// not exist.
-	Waiting(ctx context.Context, id, name, proof string, now time.Time) (*EventWait, error)
-	// Deliver delivers d to task id, as the contract above says.
-	Deliver(ctx context.Context, id string, d *Delivery) (resumed bool, err error)
-}
-
-// Delivery is an event delivered to a task.
-type Delivery struct {
-	// Name is the event's name; Proof, for a callback, the hex SHA-256 of
-	// the token its URL carried ("" for a signal).
-	Name, Proof string
-	// Payload is the event's JSON payload, checked against the wait's
-	// schema when it had one.
-	Payload json.RawMessage
-	Now     time.Time
-}
-
-// MaxEvents bounds the events a task holds when a signal comes before its
-// wait: an EventStore refuses such a signal (ErrEventClosed) once the task
-// holds this many events (waits and deliveries).
-const MaxEvents = 100
-
-// Errors of events.
-var (
-	// ErrEventsUnsupported: the task store is not an EventStore.
-	ErrEventsUnsupported = errors.New("tasks: the task store does not take events (callbacks, signals): it is not a tasks.EventStore")
-	// ErrEventClosed: the task takes no more of this signal. It was
-	// delivered already, its wait timed out, the name is not a signal's,
-	// the task holds MaxEvents events, or the task ended.
-	ErrEventClosed = errors.New("tasks: the task takes no more of this event")
-	// ErrCallbackTimeout is returned by AwaitCallback when the callback's
-	// wait ended before a valid request arrived.
-	ErrCallbackTimeout = errors.New("tasks: the callback's wait timed out")
-	// ErrSignalTimeout is returned by AwaitSignal when its wait ended
-	// before the signal arrived.
-	ErrSignalTimeout = errors.New("tasks: the signal's wait timed out")
-	// ErrInvalidPayload: an event's payload does not fit its type (or is
-	// too large, or not JSON).
-	ErrInvalidPayload = errors.New("tasks: invalid event payload")
-	// ErrNoPublicURL: Callback needs Options.PublicURL, the public URL the
-	// MCP function is served under (MCPTASKS_PUBLIC_URL), to form its URL.
-	ErrNoPublicURL = errors.New("tasks: callbacks need the server's public URL (Options.PublicURL, MCPTASKS_PUBLIC_URL)")
-)
 
 // timedOut is the Err of a KindEvent entry whose wait timed out.
 const timedOut = "timeout"
@@ -301,18 +190,18 @@ func AwaitSignal[T any](s *Step, name string, opts ...DoOption) (T, error) {
 // delivery is thus harmless), [ErrInvalidPayload] for a payload that does
 // not fit the type the task awaits (checked when the task waits already)
 // or is larger than Options.MaxResultBytes, and [ErrEventsUnsupported] on a
-// store that is not an EventStore. Every call is bounded by
+// store that is not a [driver.EventStore]. Every call is bounded by
 // Options.StoreTimeout.
 func (s *Server) Signal(ctx context.Context, taskID, name string, payload any) error {
-	es, ok := s.store.(EventStore)
+	es, ok := s.store.(driver.EventStore)
 	if !ok {
 		return ErrEventsUnsupported
 	}
 	if name == "" {
 		return errors.New("tasks.Signal: empty signal name")
 	}
-	if !ValidID(taskID) {
-		return fmt.Errorf("signal %q to task %s: %w", name, taskID, ErrNotFound)
+	if !driver.ValidID(taskID) {
+		return fmt.Errorf("signal %q to task %s: %w", name, taskID, driver.ErrNotFound)
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
@@ -326,15 +215,15 @@ func (s *Server) Signal(ctx context.Context, taskID, name string, payload any) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	wait, err := await(ctx, s.storeDirect, func(ctx context.Context) (*EventWait, error) {
+	wait, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.EventWait, error) {
 		return es.Waiting(ctx, taskID, name, "", s.now())
 	})
 	if err != nil {
 		return fmt.Errorf("signal %q to task %s: %w", name, taskID, err)
 	}
 	if wait != nil {
-		if wait.Kind != EventSignal {
-			return fmt.Errorf("signal %q to task %s: %w", name, taskID, ErrEventClosed)
+		if wait.Kind != driver.EventSignal {
+			return fmt.Errorf("signal %q to task %s: %w", name, taskID, driver.ErrEventClosed)
 		}
 		checked, msg := checkPayload(wait.Schema, raw)
 		if msg != "" {
@@ -342,15 +231,15 @@ func (s *Server) Signal(ctx context.Context, taskID, name string, payload any) e
 		}
 		raw = checked
 	}
-	return s.deliver(ctx, es, taskID, &Delivery{Name: name, Payload: raw}, "signal")
+	return s.deliver(ctx, es, taskID, &driver.Delivery{Name: name, Payload: raw}, "signal")
 }
 
 // deliver hands d to the store and enqueues the task when it resumed it.
-func (s *Server) deliver(ctx context.Context, es EventStore, id string, d *Delivery, kind string) error {
+func (s *Server) deliver(ctx context.Context, es driver.EventStore, id string, d *driver.Delivery, kind string) error {
 	d.Now = s.now()
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) { return es.Deliver(ctx, id, d) })
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrEventClosed) {
+		if !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrEventClosed) {
 			s.storeFailed(ctx, "deliver")
 		}
 		return fmt.Errorf("%s %q to task %s: %w", kind, d.Name, id, err)
@@ -455,7 +344,7 @@ func (r *run) waitEnd(timeout time.Duration) time.Time {
 // eventStore returns the store's EventStore side, or an error saying the
 // step cannot run on it.
 func (r *run) eventStore(what, name string) error {
-	if _, ok := r.w.s.store.(EventStore); !ok {
+	if _, ok := r.w.s.store.(driver.EventStore); !ok {
 		return fmt.Errorf("%s %q: %w", what, name, ErrEventsUnsupported)
 	}
 	return nil
@@ -464,14 +353,14 @@ func (r *run) eventStore(what, name string) error {
 // callback makes the callback name (see Callback) or replays it: its
 // token and the end of its wait.
 func (r *run) callback(name string, o doOptions, schema json.RawMessage) (string, time.Time, error) {
-	if e, ok := r.replayed(name, KindCallback); ok {
+	if e, ok := r.replayed(name, driver.KindCallback); ok {
 		return tokenIn(e), e.Until, nil
 	}
 	if err := r.enter("tasks.Callback", name); err != nil {
 		return "", time.Time{}, err
 	}
 	defer r.leave()
-	if e, ok := r.next(name, KindCallback); ok {
+	if e, ok := r.next(name, driver.KindCallback); ok {
 		return tokenIn(*e), e.Until, nil
 	}
 	switch r.mode {
@@ -489,16 +378,16 @@ func (r *run) callback(name string, o doOptions, schema json.RawMessage) (string
 	tok := newToken()
 	until := r.waitEnd(o.timeout)
 	v, _ := json.Marshal(map[string]string{"t": tok})
-	r.appendEntry(Entry{Name: name, Kind: KindCallback, Value: v, Until: until})
-	r.opens = append(r.opens, EventWait{Name: name, Kind: EventCallback, Proof: proofOf(tok), Secret: o.secret, Schema: schema, Until: until})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindCallback, Value: v, Until: until})
+	r.opens = append(r.opens, driver.EventWait{Name: name, Kind: driver.EventCallback, Proof: proofOf(tok), Secret: o.secret, Schema: schema, Until: until})
 	// Written now: the URL takes its request from the moment the handler
 	// has it, wherever the handler hands it out.
-	r.w.commitKeep(r, &Change{})
+	r.w.commitKeep(r, &driver.Change{})
 	return tok, until, nil
 }
 
 // tokenIn returns the token a KindCallback entry holds.
-func tokenIn(e Entry) string {
+func tokenIn(e driver.Entry) string {
 	var v struct {
 		T string `json:"t"`
 	}
@@ -512,9 +401,9 @@ func (r *run) awaitCallback(name string) (json.RawMessage, error) {
 		return nil, err
 	}
 	defer r.leave()
-	var made *Entry
+	var made *driver.Entry
 	for i := range r.journal[:r.cursor] {
-		if e := &r.journal[i]; e.Kind == KindCallback && e.Name == name {
+		if e := &r.journal[i]; e.Kind == driver.KindCallback && e.Name == name {
 			made = e
 		}
 	}
@@ -532,7 +421,7 @@ func (r *run) awaitSignal(name string, o doOptions, schema json.RawMessage) (jso
 	}
 	defer r.leave()
 	var until time.Time
-	if e, ok := r.next(name, KindAwait); ok {
+	if e, ok := r.next(name, driver.KindAwait); ok {
 		until = e.Until
 	} else {
 		switch r.mode {
@@ -545,8 +434,8 @@ func (r *run) awaitSignal(name string, o doOptions, schema json.RawMessage) (jso
 			return nil, err
 		}
 		until = r.waitEnd(o.timeout)
-		r.appendEntry(Entry{Name: name, Kind: KindAwait, Until: until})
-		r.opens = append(r.opens, EventWait{Name: name, Kind: EventSignal, Schema: schema, Until: until})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindAwait, Until: until})
+		r.opens = append(r.opens, driver.EventWait{Name: name, Kind: driver.EventSignal, Schema: schema, Until: until})
 	}
 	return r.awaitEvent(name, until)
 }
@@ -556,14 +445,14 @@ func (r *run) awaitSignal(name string, o doOptions, schema json.RawMessage) (jso
 // claim read, or the wait ended before the claim), or the run parks until
 // the event or until.
 func (r *run) awaitEvent(name string, until time.Time) (json.RawMessage, error) {
-	if e, ok := r.event(name, KindEvent); ok {
+	if e, ok := r.event(name, driver.KindEvent); ok {
 		return eventOutcome(e)
 	}
 	if r.replaying() {
-		r.mismatch(&r.journal[r.cursor], name, KindEvent)
+		r.mismatch(&r.journal[r.cursor], name, driver.KindEvent)
 	}
 	for i := range r.journal {
-		if e := &r.journal[i]; e.Kind == KindEvent && e.Name == name {
+		if e := &r.journal[i]; e.Kind == driver.KindEvent && e.Name == name {
 			panic(nondeterminism{fmt.Sprintf("the event %q was awaited twice; a callback or signal is awaited once", name)})
 		}
 	}
@@ -573,22 +462,22 @@ func (r *run) awaitEvent(name string, until time.Time) (json.RawMessage, error) 
 	case modeInline:
 		return nil, r.needTask(fmt.Sprintf("it waits for the event %q", name))
 	case modeBranch:
-		r.strayBranch(name, KindEvent)
+		r.strayBranch(name, driver.KindEvent)
 	}
 	if v, ok := r.events[name]; ok {
-		r.appendEntry(Entry{Name: name, Kind: KindEvent, Value: v})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindEvent, Value: v})
 		return v, nil
 	}
 	if !r.claimed.Before(until) {
 		// The claim closed the wait: nothing can arrive any more.
-		r.appendEntry(Entry{Name: name, Kind: KindEvent, Err: timedOut})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindEvent, Err: timedOut})
 		return nil, errWaitTimedOut
 	}
 	panic(suspend{kind: suspendAwait, await: name, at: until})
 }
 
 // eventOutcome is what a journaled KindEvent entry returns.
-func eventOutcome(e *Entry) (json.RawMessage, error) {
+func eventOutcome(e *driver.Entry) (json.RawMessage, error) {
 	switch e.Err {
 	case "":
 		return e.Value, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Transcoded is the body the test's callbacks take.
@@ -150,7 +151,7 @@ func TestCallback(t *testing.T) {
 				{"a forged token", forged, "application/json", `{"url":"f"}`, http.StatusNotFound},
 				{"another task's token", strings.Replace(uOther, other, id, 1), "application/json", `{"url":"o"}`, http.StatusNotFound},
 				{"this token at another task", strings.Replace(u, id, other, 1), "application/json", `{"url":"o"}`, http.StatusNotFound},
-				{"an unknown task", strings.Replace(u, id, tasks.NewID(), 1), "application/json", `{"url":"u"}`, http.StatusNotFound},
+				{"an unknown task", strings.Replace(u, id, driver.NewID(), 1), "application/json", `{"url":"u"}`, http.StatusNotFound},
 			} {
 				status, body := post(t, tc.url, tc.ct, tc.body, nil)
 				if status != tc.want {
@@ -160,7 +161,7 @@ func TestCallback(t *testing.T) {
 					t.Errorf("%s: body %q differs from an unknown URL's %q", tc.what, body, nfBody)
 				}
 			}
-			if got := h.get(t, id); got.Status != tasks.StatusWorking || got.Awaiting != "transcoded" {
+			if got := h.get(t, id); got.Status != driver.StatusWorking || got.Awaiting != "transcoded" {
 				t.Errorf("after the refused requests: %s awaiting %q, want still working on it", got.Status, got.Awaiting)
 			}
 			if n := count(id); n != before {
@@ -176,7 +177,7 @@ func TestCallback(t *testing.T) {
 			if done.Status != "completed" || textOf(t, done.Result) != "s3://out.mp4 42" {
 				t.Fatalf("task ended %s with %s", done.Status, done.Result)
 			}
-			if got := h.get(t, other); got.Status != tasks.StatusWorking {
+			if got := h.get(t, other); got.Status != driver.StatusWorking {
 				t.Errorf("the other task is %s, want still waiting", got.Status)
 			}
 		})
@@ -184,7 +185,7 @@ func TestCallback(t *testing.T) {
 }
 
 // get peeks at the task id (with Awaiting, which tasks/get does not show).
-func (h *harness) get(t *testing.T, id string) *tasks.Task {
+func (h *harness) get(t *testing.T, id string) *driver.Task {
 	t.Helper()
 	tk, err := h.store.Peek(t.Context(), id)
 	if err != nil {
@@ -284,14 +285,14 @@ func TestSignal(t *testing.T) {
 			if err := h.srv.Signal(ctx, id, "second", Approval{OK: true, By: "bob"}); err != nil {
 				t.Fatalf("Signal before the wait: %v", err)
 			}
-			if err := h.srv.Signal(ctx, id, "second", Approval{By: "again"}); !errors.Is(err, tasks.ErrEventClosed) {
+			if err := h.srv.Signal(ctx, id, "second", Approval{By: "again"}); !errors.Is(err, driver.ErrEventClosed) {
 				t.Errorf("a second signal = %v, want ErrEventClosed", err)
 			}
 			h.c.WaitFor(t, id, 20*time.Second, func(mcptest.Task) bool { return h.get(t, id).Awaiting == "first" })
 			if err := h.srv.Signal(ctx, id, "first", map[string]any{"ok": "yes"}); !errors.Is(err, tasks.ErrInvalidPayload) {
 				t.Errorf("a payload that does not fit = %v, want ErrInvalidPayload", err)
 			}
-			if err := h.srv.Signal(ctx, tasks.NewID(), "first", Approval{}); !errors.Is(err, tasks.ErrNotFound) {
+			if err := h.srv.Signal(ctx, driver.NewID(), "first", Approval{}); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("a signal to an unknown task = %v, want ErrNotFound", err)
 			}
 			if err := h.srv.Signal(ctx, id, "first", Approval{OK: true, By: "alice"}); err != nil {
@@ -301,7 +302,7 @@ func TestSignal(t *testing.T) {
 			if done.Status != "completed" || textOf(t, done.Result) != "alice,bob" {
 				t.Fatalf("task ended %s with %s", done.Status, done.Result)
 			}
-			if err := h.srv.Signal(ctx, id, "third", Approval{}); !errors.Is(err, tasks.ErrEventClosed) {
+			if err := h.srv.Signal(ctx, id, "third", Approval{}); !errors.Is(err, driver.ErrEventClosed) {
 				t.Errorf("a signal to a finished task = %v, want ErrEventClosed", err)
 			}
 		})
@@ -312,10 +313,10 @@ func TestSignal(t *testing.T) {
 // task with ErrEventsUnsupported's message, and Signal returns it.
 func TestEventsUnsupported(t *testing.T) {
 	h := newHarness(t, "embedded", tasks.Options{PublicURL: "http://localhost"}, func(*tasks.Server) {})
-	plain := tasks.New(&mcp.Implementation{Name: "plain", Version: "1"}, nil, struct{ tasks.Store }{h.store}, h.q, &tasks.Options{PublicURL: "http://localhost", Anonymous: true})
+	plain := tasks.New(&mcp.Implementation{Name: "plain", Version: "1"}, nil, struct{ driver.Store }{h.store}, h.q, &tasks.Options{PublicURL: "http://localhost", Anonymous: true})
 	var urls sync.Map
 	hooks(&urls)(plain)
-	if err := plain.Signal(t.Context(), tasks.NewID(), "x", 1); !errors.Is(err, tasks.ErrEventsUnsupported) {
+	if err := plain.Signal(t.Context(), driver.NewID(), "x", 1); !errors.Is(err, tasks.ErrEventsUnsupported) {
 		t.Errorf("Signal on a plain store = %v, want ErrEventsUnsupported", err)
 	}
 	res, err := plain.CreateTask(t.Context(), "anonymous", "hook", []byte(`{"timeoutMs":1000}`))
@@ -329,7 +330,7 @@ func TestEventsUnsupported(t *testing.T) {
 		}
 	}
 	tk := h.get(t, id)
-	if tk.Status != tasks.StatusFailed || !strings.Contains(tk.Error.Message, "does not take events") {
+	if tk.Status != driver.StatusFailed || !strings.Contains(tk.Error.Message, "does not take events") {
 		t.Fatalf("task on a plain store: %s %+v", tk.Status, tk.Error)
 	}
 }

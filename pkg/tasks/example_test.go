@@ -10,6 +10,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -47,7 +48,7 @@ func ExampleAddTool() {
 
 	// What tools/call does for a client that declares the extension.
 	ctx := context.Background()
-	task, _ := srv.Store().Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "welcome",
+	task, _ := srv.Store().Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "welcome",
 		Args: []byte(`{"name":"Ada"}`), TTL: srv.Options().TTL, PollInterval: srv.Options().PollInterval, Now: srv.Options().Now()})
 
 	for i := 1; ; i++ {

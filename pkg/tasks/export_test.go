@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) LegacyListTasks(ctx context.Context, owner, cursor string) (mcp
 	return s.legacyListTasks(ctx, owner, cursor)
 }
 
-func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
+func (s *Server) WatchTask(ctx context.Context, owner, id string, each func(*driver.Task) bool) (*driver.Task, error) {
 	return s.watchTask(ctx, owner, id, each)
 }
 
@@ -60,9 +61,13 @@ func (s *Server) Listen(ctx context.Context, owner string, ids []string) (*taskL
 
 func (s *Server) ListenLimit() time.Duration { return s.listenLimit() }
 
-func (s *Server) PollAdvice(t *Task, now time.Time) time.Duration { return s.pollAdvice(t, now) }
+func (s *Server) PollAdvice(t *driver.Task, now time.Time) time.Duration {
+	return s.pollAdvice(t, now)
+}
 
-func LegacyOutcome(t *Task, related bool) (mcp.Result, error) { return legacyOutcome(t, related) }
+func LegacyOutcome(t *driver.Task, related bool) (mcp.Result, error) {
+	return legacyOutcome(t, related)
+}
 
 // Method names of the wire.
 const (

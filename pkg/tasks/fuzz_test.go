@@ -10,14 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/tools/txtar"
 )
 
 // The differential harness: one tasks server, served by a ForTasks endpoint
@@ -28,7 +28,7 @@ import (
 // fixed is the clock of the harness.
 var fixed = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 
-// taskID pads name to a valid task id (tasks.ValidID).
+// taskID pads name to a valid task id (driver.ValidID).
 func taskID(name string) string { return name + strings.Repeat("A", 22-len(name)) }
 
 // The tasks of the fake store, one per status, plus one of another
@@ -49,35 +49,35 @@ var (
 // any order. The engine's store contract is tested elsewhere (storetest on
 // a real Redis); what is compared here is the HTTP layer.
 type fakeStore struct {
-	tasks.Store // the worker's methods: never called by the endpoint
-	tasks       map[string]*tasks.Task
+	driver.Store // the worker's methods: never called by the endpoint
+	tasks        map[string]*driver.Task
 }
 
 func newFakeStore() *fakeStore {
-	mk := func(id, owner string, st tasks.Status) *tasks.Task {
-		return &tasks.Task{ID: id, Owner: owner, Tool: "job", Status: st, CreatedAt: fixed, UpdatedAt: fixed.Add(time.Second),
+	mk := func(id, owner string, st driver.Status) *driver.Task {
+		return &driver.Task{ID: id, Owner: owner, Tool: "job", Status: st, CreatedAt: fixed, UpdatedAt: fixed.Add(time.Second),
 			TTL: time.Hour, PollInterval: time.Second}
 	}
-	s := &fakeStore{tasks: map[string]*tasks.Task{}}
-	w := mk(idWorking, "anonymous", tasks.StatusWorking)
+	s := &fakeStore{tasks: map[string]*driver.Task{}}
+	w := mk(idWorking, "anonymous", driver.StatusWorking)
 	w.StatusMessage = "fetching <a> & \"b\" \u2028 é"
-	in := mk(idInput, "anonymous", tasks.StatusInputRequired)
+	in := mk(idInput, "anonymous", driver.StatusInputRequired)
 	in.InputRequests = map[string]json.RawMessage{"confirm": json.RawMessage(`{"method":"elicitation/create","params":{"mode":"form","message":"Go <on>?","requestedSchema":{"type":"object"}}}`)}
-	done := mk(idCompleted, "anonymous", tasks.StatusCompleted)
+	done := mk(idCompleted, "anonymous", driver.StatusCompleted)
 	done.Result = json.RawMessage(`{"resultType":"complete","content":[{"type":"text","text":"<b>&amp; \u2028 é"}]}`)
-	failed := mk(idFailed, "anonymous", tasks.StatusFailed)
-	failed.Error = &tasks.ErrorObject{Code: -32000, Message: "upstream <refused> & gone", Data: json.RawMessage(`{"why":"<x>"}`)}
-	for _, t := range []*tasks.Task{w, in, done, failed, mk(idCancelled, "anonymous", tasks.StatusCancelled),
-		mk(idAlices, "alice", tasks.StatusWorking), mk(idBroken, "anonymous", tasks.StatusWorking)} {
+	failed := mk(idFailed, "anonymous", driver.StatusFailed)
+	failed.Error = &driver.ErrorObject{Code: -32000, Message: "upstream <refused> & gone", Data: json.RawMessage(`{"why":"<x>"}`)}
+	for _, t := range []*driver.Task{w, in, done, failed, mk(idCancelled, "anonymous", driver.StatusCancelled),
+		mk(idAlices, "alice", driver.StatusWorking), mk(idBroken, "anonymous", driver.StatusWorking)} {
 		s.tasks[t.ID] = t
 	}
 	return s
 }
 
-func (s *fakeStore) lookup(owner, id string) (*tasks.Task, error) {
+func (s *fakeStore) lookup(owner, id string) (*driver.Task, error) {
 	t := s.tasks[id]
 	if t == nil || t.Owner != owner {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if id == idBroken {
 		return nil, fmt.Errorf("redis: connection refused")
@@ -85,7 +85,7 @@ func (s *fakeStore) lookup(owner, id string) (*tasks.Task, error) {
 	return t, nil
 }
 
-func (s *fakeStore) Get(_ context.Context, owner, id string) (*tasks.Task, error) {
+func (s *fakeStore) Get(_ context.Context, owner, id string) (*driver.Task, error) {
 	return s.lookup(owner, id)
 }
 
@@ -103,10 +103,10 @@ func (s *fakeStore) Update(_ context.Context, owner, id string, responses map[st
 		return false, err
 	}
 	_, answered := responses["confirm"]
-	return t.Status == tasks.StatusInputRequired && answered, nil
+	return t.Status == driver.StatusInputRequired && answered, nil
 }
 
-func (s *fakeStore) Cancel(_ context.Context, owner, id string, _ time.Time) (tasks.Status, bool, error) {
+func (s *fakeStore) Cancel(_ context.Context, owner, id string, _ time.Time) (driver.Status, bool, error) {
 	t, err := s.lookup(owner, id)
 	if err != nil {
 		return "", false, err
@@ -114,16 +114,16 @@ func (s *fakeStore) Cancel(_ context.Context, owner, id string, _ time.Time) (ta
 	if t.Status.Terminal() {
 		return t.Status, false, nil
 	}
-	return tasks.StatusCancelled, true, nil
+	return driver.StatusCancelled, true, nil
 }
 
 // Create answers with the same task every time; an argument "many" plays
 // a principal over its live-task limit.
-func (s *fakeStore) Create(_ context.Context, nt *tasks.NewTask) (*tasks.Task, error) {
+func (s *fakeStore) Create(_ context.Context, nt *driver.NewTask) (*driver.Task, error) {
 	if bytes.Contains(nt.Args, []byte(`"many"`)) {
-		return nil, tasks.ErrTooManyTasks
+		return nil, driver.ErrTooManyTasks
 	}
-	return &tasks.Task{ID: idCreated, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args, Status: tasks.StatusWorking,
+	return &driver.Task{ID: idCreated, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args, Status: driver.StatusWorking,
 		CreatedAt: nt.Now, UpdatedAt: nt.Now, TTL: nt.TTL, PollInterval: nt.PollInterval}, nil
 }
 
@@ -444,36 +444,25 @@ func seeds(tb testing.TB) []exchange {
 // package tasks, their $TASK being the fake store's input_required task.
 func transcriptSeeds(tb testing.TB) []exchange {
 	tb.Helper()
-	files, err := filepath.Glob("../tasks/testdata/wire/*.txtar")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no wire transcripts: %v", err)
-	}
 	var xs []exchange
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, f := range transcriptFiles(tb) {
+		ar, err := txtar.ParseFile(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		parts := strings.Split(string(data), "\n-- ")
-		for i, p := range parts {
-			name, body, ok := strings.Cut(p, " --\n")
-			if !ok || name != "client" {
+		for i, sec := range ar.Files {
+			if sec.Name != "client" {
 				continue
 			}
-			var req struct {
-				Caps    []string          `json:"caps"`
-				Method  string            `json:"method"`
-				Params  map[string]any    `json:"params"`
-				Headers map[string]string `json:"headers"`
-			}
-			if err := json.Unmarshal([]byte(strings.ReplaceAll(body, "$TASK", idInput)), &req); err != nil {
+			req, err := parseRequest(sec.Data, idInput)
+			if err != nil {
 				tb.Fatalf("%s section %d: %v", f, i, err)
 			}
 			caps := withExt
 			if req.Caps != nil && len(req.Caps) == 0 {
 				caps = map[string]any{}
 			}
-			x := fuzzEnvelope(req.Method, i, req.Params, caps)
+			x := fuzzEnvelope(req.Method, i+1, req.Params, caps) // request ids number the sections from 1
 			for k, v := range req.Headers {
 				x.hdr.Set(k, v)
 			}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -114,9 +115,9 @@ func testGuardAfterReturn(t *testing.T, tramps *trampolines) {
 // journaledRun is an inline run whose journal holds the Do steps a (1)
 // and b (2).
 func journaledRun(t *testing.T, tramps *trampolines) *run {
-	return &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []Entry{
-		{Name: "a", Kind: KindDo, Value: json.RawMessage(`1`)},
-		{Name: "b", Kind: KindDo, Value: json.RawMessage(`2`)},
+	return &run{ctx: t.Context(), mode: modeInline, tramps: tramps, journal: []driver.Entry{
+		{Name: "a", Kind: driver.KindDo, Value: json.RawMessage(`1`)},
+		{Name: "b", Kind: driver.KindDo, Value: json.RawMessage(`2`)},
 	}}
 }
 

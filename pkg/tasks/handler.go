@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -132,7 +133,7 @@ func newSDKHandler(srv *mcp.Server, opts *HandlerOptions) http.Handler {
 //     - task streams (listen.go): a subscriptions/listen that names
 //     params.notifications.taskIds is answered here with an SSE stream of
 //     notifications/tasks, when the task store announces its transitions
-//     ([Watcher]); every other listen goes on to the go-sdk. Task
+//     ([driver.Watcher]); every other listen goes on to the go-sdk. Task
 //     streams and held 2025-11-25 tasks/result count in a pool of their
 //     own (HandlerOptions.MaxStreams, MaxStreamsPerPrincipal), and end
 //     within the platform's budget counted from the request's arrival;
@@ -168,7 +169,7 @@ func NewHandler(ts *Server, opts *HandlerOptions) http.Handler {
 		h = &leanPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection}
 	}
 	lim := newLimits(&o)
-	if _, ok := ts.Store().(Watcher); ok {
+	if _, ok := ts.Store().(driver.Watcher); ok {
 		h = &listenPath{ts: ts, next: h, localhostProtection: !so.DisableLocalhostProtection, lim: lim}
 	}
 	h = &legacy{ts: ts, next: h, lim: lim}

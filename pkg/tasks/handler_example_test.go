@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -11,8 +12,8 @@ import (
 // middleware) first, then compose. Requests pass the Origin check, the body
 // limit, authentication, the lean tasks path and the go-sdk, in that order.
 func ExampleNewHandler() {
-	var store tasks.Store                      // for example redisstore.New(client, nil)
-	var queue tasks.Queue                      // for example redisqueue.New(client, nil)
+	var store driver.Store                     // for example redisstore.New(client, nil)
+	var queue driver.Queue                     // for example redisqueue.New(client, nil)
 	var verify func(http.Handler) http.Handler // for example (*auth.Verifier).Middleware
 	srv := tasks.New(&mcp.Implementation{Name: "reports", Version: "1.0.0"}, nil, store, queue, nil)
 	// tasks.AddTool(srv, ...)

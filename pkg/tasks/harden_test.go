@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -475,7 +476,7 @@ func TestAuditLog(t *testing.T) {
 	want(id, "created", "cancel_requested status=working", "terminal status=cancelled")
 
 	// Nobody else's calls leave audit records (they are unknown tasks).
-	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": tasks.NewID()})
+	h.c.Call(t, "tasks/cancel", map[string]any{"taskId": driver.NewID()})
 	if n := len(logs.all(func(r logRecord) bool { return r.Msg == tasks.AuditMessage && r.Attrs["event"] == "cancel_requested" })); n != 4 {
 		t.Errorf("%d cancel_requested records, want 4", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,7 +29,7 @@ type requestState struct {
 	Owner     string                     `json:"o"`
 	ArgsHash  string                     `json:"a"`
 	Expires   int64                      `json:"x"`
-	Journal   []Entry                    `json:"j,omitempty"`
+	Journal   []driver.Entry             `json:"j,omitempty"`
 	Responses map[string]json.RawMessage `json:"r,omitempty"`
 }
 
@@ -141,7 +142,7 @@ func (s *Server) startSync(ctx context.Context, req *mcp.CallToolRequest, t *too
 func (r *run) asked() map[string]json.RawMessage {
 	asked := map[string]json.RawMessage{}
 	for _, e := range r.journal {
-		if e.Kind != KindInput {
+		if e.Kind != driver.KindInput {
 			continue
 		}
 		var reqs map[string]json.RawMessage
@@ -264,7 +265,7 @@ func asWireError(err error) error {
 // first durable step. It returns either a result to send now (an
 // InputRequiredResult, or the final result if the handler finished), or
 // the journal and responses to create the task with.
-func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *tool, owner string, args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
+func (s *Server) preflight(ctx context.Context, req *mcp.CallToolRequest, t *tool, owner string, args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
 	defer cancel()
 	r, err := s.startSync(ctx, req, t, modePreflight, owner, args)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -205,8 +206,8 @@ func canAnswer(caps *mcp.ClientCapabilities, asked map[string]json.RawMessage) b
 // tools. why says why it did not finish inline; asked are the input
 // requests it waits for, if that is why.
 func (s *Server) startJob(ctx context.Context, t *tool, owner string, args json.RawMessage,
-	journal []Entry, responses map[string]json.RawMessage, why string, asked map[string]json.RawMessage) (*mcp.CallToolResult, error) {
-	res, err := s.createWith(ctx, t, owner, args, s.opts.TTL, journal, responses)
+	journal []driver.Entry, responses map[string]json.RawMessage, why string, asked map[string]json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args, journal: journal, responses: responses})
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +252,11 @@ func (s *Server) statusWait() time.Duration { return min(s.opts.Jobs.MaxWait, s.
 type jobState struct {
 	TaskID         string                  `json:"taskId"`
 	Tool           string                  `json:"tool,omitempty"`
-	Status         Status                  `json:"status"`
+	Status         driver.Status           `json:"status"`
 	StatusMessage  string                  `json:"statusMessage,omitempty"`
 	PollIntervalMs int64                   `json:"pollIntervalMs,omitempty"`
 	InputRequests  map[string]openQuestion `json:"inputRequests,omitempty"`
-	Error          *ErrorObject            `json:"error,omitempty"`
+	Error          *driver.ErrorObject     `json:"error,omitempty"`
 }
 
 // openQuestion is an open input request as a model reads it.
@@ -359,7 +360,7 @@ func (s *Server) statusTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if a.WaitSeconds != nil {
 		wait = min(max(time.Duration(*a.WaitSeconds)*time.Second, 0), wait)
 	}
-	if t.Status == StatusWorking && wait > 0 {
+	if t.Status == driver.StatusWorking && wait > 0 {
 		if release, ok := s.waits.take(owner, s.opts.Jobs.MaxWaitsPerPrincipal); ok {
 			if nt, err := s.waitForChange(ctx, owner, t, wait); err == nil {
 				t = nt
@@ -374,13 +375,13 @@ func (s *Server) statusTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 // client sees of it (status, message, update time), and returns it as it
 // stands then. It listens for the task's transitions when the store
 // announces them, else it reads the task every second.
-func (s *Server) waitForChange(ctx context.Context, owner string, t *Task, wait time.Duration) (*Task, error) {
+func (s *Server) waitForChange(ctx context.Context, owner string, t *driver.Task, wait time.Duration) (*driver.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	changed := func(nt *Task) bool {
+	changed := func(nt *driver.Task) bool {
 		return nt.Status != t.Status || nt.StatusMessage != t.StatusMessage || !nt.UpdatedAt.Equal(t.UpdatedAt)
 	}
-	w, ok := s.store.(Watcher)
+	w, ok := s.store.(driver.Watcher)
 	if !ok {
 		nt, err := s.watch(ctx, owner, t.ID, s.opts.Jobs.StatusTool, time.Second, changed)
 		if nt == nil {
@@ -425,14 +426,14 @@ func (s *Server) waitForChange(ctx context.Context, owner string, t *Task, wait 
 
 // jobAnswer renders where the job t stands, for a model: its own result
 // once completed, else its state and what to do next.
-func (s *Server) jobAnswer(t *Task) *mcp.CallToolResult {
+func (s *Server) jobAnswer(t *driver.Task) *mcp.CallToolResult {
 	o := s.opts.Jobs
 	id := t.ID
 	st := jobState{TaskID: id, Tool: t.Tool, Status: t.Status, StatusMessage: t.StatusMessage}
 	var b strings.Builder
 	out := &mcp.CallToolResult{}
 	switch t.Status {
-	case StatusCompleted:
+	case driver.StatusCompleted:
 		// The stored result carries the resultType of 2026-07-28: left out,
 		// the go-sdk gives the answer the shape of the request's revision.
 		var res mcp.CallToolResult
@@ -445,7 +446,7 @@ func (s *Server) jobAnswer(t *Task) *mcp.CallToolResult {
 		}
 		fmt.Fprintf(&b, "Job %s (%s) has completed, but its result cannot be read.", id, t.Tool)
 		out.IsError = true
-	case StatusFailed:
+	case driver.StatusFailed:
 		st.Error = t.Error
 		msg := "it failed"
 		if t.Error != nil {
@@ -453,9 +454,9 @@ func (s *Server) jobAnswer(t *Task) *mcp.CallToolResult {
 		}
 		fmt.Fprintf(&b, "Job %s (%s) failed: %s", id, t.Tool, msg)
 		out.IsError = true
-	case StatusCancelled:
+	case driver.StatusCancelled:
 		fmt.Fprintf(&b, "Job %s (%s) was cancelled.", id, t.Tool)
-	case StatusInputRequired:
+	case driver.StatusInputRequired:
 		st.InputRequests = map[string]openQuestion{}
 		fmt.Fprintf(&b, "Job %s (%s) waits for an answer", id, t.Tool)
 		if t.StatusMessage != "" {
@@ -612,7 +613,7 @@ func (s *Server) answerTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// The answer usually resumes the job: give the model its next state,
 	// after a short wait for the worker to take it.
 	nt, err := s.lookup(ctx, owner, a.TaskID, s.opts.Jobs.AnswerTool)
-	if err == nil && nt.Status == StatusWorking {
+	if err == nil && nt.Status == driver.StatusWorking {
 		if w, err := s.waitForChange(ctx, owner, nt, min(2*time.Second, s.statusWait())); err == nil {
 			nt = w
 		}
@@ -621,7 +622,7 @@ func (s *Server) answerTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		nt = t
 	}
 	res := s.jobAnswer(nt)
-	if tc, ok := res.Content[0].(*mcp.TextContent); ok && nt.Status != StatusCompleted {
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok && nt.Status != driver.StatusCompleted {
 		tc.Text = fmt.Sprintf("Answer to %q recorded. ", a.Key) + tc.Text
 	}
 	return res, nil
@@ -644,7 +645,7 @@ func (s *Server) cancelTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if t == nil {
 		return jobError(err), nil
 	}
-	if t.Status == StatusCompleted || t.Status == StatusFailed {
+	if t.Status == driver.StatusCompleted || t.Status == driver.StatusFailed {
 		res := s.jobAnswer(t)
 		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
 			tc.Text = "The job ended before the cancellation reached it. " + tc.Text

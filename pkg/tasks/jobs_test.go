@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,7 +117,7 @@ func TestJobSleepsPastTheBudget(t *testing.T) {
 		!strings.Contains(st.text(), "sleeps until") {
 		t.Fatalf("task_status: %+v", st)
 	}
-	unknown := callJob(t, bob, "task_status", map[string]any{"taskId": tasks.NewID(), "waitSeconds": 0})
+	unknown := callJob(t, bob, "task_status", map[string]any{"taskId": driver.NewID(), "waitSeconds": 0})
 	for _, tool := range []string{"task_status", "task_cancel", "task_answer"} {
 		r := callJob(t, bob, tool, map[string]any{"taskId": id, "key": "k", "waitSeconds": 0})
 		if !r.IsError || strings.Replace(r.text(), id, "ID", 1) != strings.Replace(unknown.text(), unknown.text()[len("unknown taskId: "):], "ID", 1) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -27,21 +28,21 @@ type cutOff struct {
 	cut atomic.Bool
 }
 
-func (s *cutOff) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, lease time.Duration) error {
+func (s *cutOff) RenewLease(ctx context.Context, c *driver.Claim, now time.Time, lease time.Duration) error {
 	if s.cut.Load() {
 		return errCutOff
 	}
 	return s.Store.RenewLease(ctx, c, now, lease)
 }
 
-func (s *cutOff) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
+func (s *cutOff) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) error {
 	if s.cut.Load() {
 		return errCutOff
 	}
 	return s.Store.Commit(ctx, c, ch)
 }
 
-func (s *cutOff) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
+func (s *cutOff) CancelRequested(ctx context.Context, c *driver.Claim) (bool, error) {
 	if s.cut.Load() {
 		return false, errCutOff
 	}
@@ -145,9 +146,9 @@ func TestDeadWorkerLosesItsLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lost []tasks.Entry
+		var lost []driver.Entry
 		for _, e := range rec.Journal {
-			if e.Kind == tasks.KindLost {
+			if e.Kind == driver.KindLost {
 				lost = append(lost, e)
 			}
 		}
@@ -189,7 +190,7 @@ func TestDeadWorkerLosesItsLeaseOnAPushQueue(t *testing.T) {
 	started, release := make(chan int, 4), make(chan struct{})
 	runs := map[string]*atomic.Int32{"prepare": {}, "work": {}}
 	register := leaseTool(started, release, runs)
-	store := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "e" + tasks.NewID() + ":"})
+	store := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "e" + driver.NewID() + ":"})
 	q := &pushQueue{deliveries: make(chan string, 64)}
 	dying := &cutOff{Store: store}
 	srvA := tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, dying, q, &opts)
@@ -264,7 +265,7 @@ func TestDeadWorkerLosesItsLeaseOnAPushQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tk.Status.Terminal() {
-			if tk.Status != tasks.StatusCompleted {
+			if tk.Status != driver.StatusCompleted {
 				t.Fatalf("task ended %s", tk.Status)
 			}
 			break
@@ -349,7 +350,7 @@ func TestLeasedDeliveryComesBackAtTheLeasesEnd(t *testing.T) {
 	// was claimed under ended, by a claim that found it lost.
 	ranAfter := func(t *testing.T, rec *redisstore.Record, leaseEnd time.Time) {
 		t.Helper()
-		if len(rec.Journal) != 2 || rec.Journal[0].Kind != tasks.KindLost || rec.Journal[1].Name != "work" ||
+		if len(rec.Journal) != 2 || rec.Journal[0].Kind != driver.KindLost || rec.Journal[1].Name != "work" ||
 			rec.Journal[1].At.Before(leaseEnd) {
 			t.Errorf("journal %+v: want the lost lease, then the step after %v", rec.Journal, leaseEnd)
 		}
@@ -375,7 +376,7 @@ func TestLeasedDeliveryComesBackAtTheLeasesEnd(t *testing.T) {
 		ranAfter(t, rec, c.Task.LeaseUntil)
 	})
 	t.Run("PushQueue", func(t *testing.T) {
-		store := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "e" + tasks.NewID() + ":"})
+		store := redisstore.New(newRedis(t, "redis-server"), &redisstore.Options{Prefix: "e" + driver.NewID() + ":"})
 		q := &pushQueue{deliveries: make(chan string, 64)}
 		srv := tasks.New(&mcp.Implementation{Name: "test", Version: "1"}, nil, store, q, &opts)
 		noop(srv)
@@ -415,7 +416,7 @@ func TestLeasedDeliveryComesBackAtTheLeasesEnd(t *testing.T) {
 		}
 		select {
 		case id := <-q.deliveries:
-			if res, err := srv.Advance(ctx, id); err != nil || res.Status != tasks.StatusCompleted {
+			if res, err := srv.Advance(ctx, id); err != nil || res.Status != driver.StatusCompleted {
 				t.Fatalf("Advance at the lease's end: %+v, %v", res, err)
 			}
 		case <-time.After(30 * time.Second):

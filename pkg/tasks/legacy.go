@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,34 +33,20 @@ const (
 	methodList   = "tasks/list"
 )
 
-// Lister is implemented by a [Store] that can list a principal's tasks,
-// which the 2025-11-25 tasks/list needs. A server whose store is not a
-// Lister (or that runs under Options.Anonymous, where every caller is one
-// principal) does not offer tasks/list.
-type Lister interface {
-	// List returns up to limit tasks that owner owns and that have not
-	// expired at now, newest first, starting after cursor ("" for the
-	// first page), and the cursor of the next page ("" when there is
-	// none). A cursor the store did not issue answers ErrBadCursor. An
-	// empty owner owns nothing. The index behind it is bounded per
-	// principal and expires with the tasks.
-	List(ctx context.Context, owner, cursor string, limit int, now time.Time) (ts []*Task, next string, err error)
-}
-
 // legacyTask is the Task object of the 2025-11-25 tasks utility.
 type legacyTask struct {
-	TaskID        string `json:"taskId"`
-	Status        Status `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TaskID        string        `json:"taskId"`
+	Status        driver.Status `json:"status"`
+	StatusMessage string        `json:"statusMessage,omitempty"`
+	CreatedAt     string        `json:"createdAt"`
+	LastUpdatedAt string        `json:"lastUpdatedAt"`
 	// TTL is the lifetime from creation in ms; nil encodes null.
 	TTL          *int64 `json:"ttl"`
 	PollInterval int64  `json:"pollInterval,omitempty"`
 }
 
 // newLegacyTask returns the 2025-11-25 view of t.
-func newLegacyTask(t *Task) legacyTask {
+func newLegacyTask(t *driver.Task) legacyTask {
 	ttl := t.TTL.Milliseconds()
 	return legacyTask{
 		TaskID:        t.ID,
@@ -151,7 +138,7 @@ func (s *Server) legacyCreateTask(ctx context.Context, owner, tool string, args 
 	if t == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tool " + tool + " does not run as a task"}
 	}
-	res, err := s.createWith(ctx, t, owner, args, s.legacyTTL(ttl), nil, nil)
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args, ttl: s.legacyTTL(ttl)})
 	if err != nil {
 		return nil, err
 	}
@@ -232,10 +219,10 @@ func (s *Server) legacyCancelTask(ctx context.Context, owner, id string) (mcp.Re
 }
 
 // listEnabled reports whether the server offers the 2025-11-25 tasks/list:
-// its store is a [Lister] and callers are identified (not
+// its store is a [driver.Lister] and callers are identified (not
 // Options.Anonymous).
 func (s *Server) listEnabled() bool {
-	_, ok := s.store.(Lister)
+	_, ok := s.store.(driver.Lister)
 	return ok && !s.opts.Anonymous
 }
 
@@ -243,21 +230,21 @@ func (s *Server) listEnabled() bool {
 // newest first, and the cursor of the next one. An invalid cursor answers
 // -32602; a server without Server.listEnabled answers -32601.
 func (s *Server) legacyListTasks(ctx context.Context, owner, cursor string) (mcp.Result, error) {
-	l, ok := s.store.(Lister)
+	l, ok := s.store.(driver.Lister)
 	if !ok || s.opts.Anonymous {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "tasks/list is not offered by this server"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
 	type page struct {
-		ts   []*Task
+		ts   []*driver.Task
 		next string
 	}
 	p, err := await(ctx, s.storeDirect, func(ctx context.Context) (page, error) {
-		ts, next, err := l.List(ctx, owner, cursor, ListPageSize, s.now())
+		ts, next, err := l.List(ctx, owner, cursor, driver.ListPageSize, s.now())
 		return page{ts, next}, err
 	})
-	if errors.Is(err, ErrBadCursor) {
+	if errors.Is(err, driver.ErrBadCursor) {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid cursor"}
 	}
 	if err != nil {
@@ -287,7 +274,7 @@ const (
 // with every reading) returns true, or until ctx ends (its error then,
 // with the last reading). It answers -32602 for an unknown or foreign
 // task. The legacy tasks/result holds its request with it.
-func (s *Server) watchTask(ctx context.Context, owner, id string, each func(*Task) bool) (*Task, error) {
+func (s *Server) watchTask(ctx context.Context, owner, id string, each func(*driver.Task) bool) (*driver.Task, error) {
 	return s.watch(ctx, owner, id, methodResult, watchPoll, each)
 }
 
@@ -295,15 +282,15 @@ func (s *Server) watchTask(ctx context.Context, owner, id string, each func(*Tas
 // each waits for the terminal status. The end of ctx ends the wait, a read
 // in flight included (each read is bounded by Options.StoreTimeout too):
 // a request's budget is never spent waiting for a slow store.
-func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.Duration, each func(*Task) bool) (*Task, error) {
-	if !ValidID(id) {
+func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.Duration, each func(*driver.Task) bool) (*driver.Task, error) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
-	var last *Task
+	var last *driver.Task
 	for {
 		t, err := s.read(ctx, owner, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, driver.ErrNotFound):
 			return last, errUnknownTask(id)
 		case err != nil && ctx.Err() != nil:
 			return last, ctx.Err()
@@ -331,9 +318,9 @@ func (s *Server) holdBudget() time.Duration { return s.opts.MaxDuration - s.opts
 // its CallToolResult (completed; with _meta[RelatedTaskMetaKey] when
 // related is set), its JSON-RPC error (failed), or a -32603 error
 // (cancelled).
-func legacyOutcome(t *Task, related bool) (mcp.Result, error) {
+func legacyOutcome(t *driver.Task, related bool) (mcp.Result, error) {
 	switch t.Status {
-	case StatusCompleted:
+	case driver.StatusCompleted:
 		r, err := newLegacyCallResult(t.Result)
 		if err != nil {
 			return nil, err
@@ -345,12 +332,12 @@ func legacyOutcome(t *Task, related bool) (mcp.Result, error) {
 			r.Meta[RelatedTaskMetaKey] = map[string]string{"taskId": t.ID}
 		}
 		return r, nil
-	case StatusFailed:
+	case driver.StatusFailed:
 		if t.Error == nil {
 			return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " failed"}
 		}
 		return nil, &jsonrpc.Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
-	case StatusCancelled:
+	case driver.StatusCancelled:
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " was cancelled"}
 	}
 	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "task " + t.ID + " has not ended"}
@@ -417,7 +404,7 @@ func (s *Server) callLegacyInline(ctx context.Context, owner, tool string, args 
 				"tool %s asks the user for input through elicitation, which this client did not declare in initialize "+
 					"(capabilities.elicitation)", tool)}}
 		}
-		res, err := s.createWith(ctx, t, owner, valid, s.opts.TTL, r.journal, r.answered())
+		res, err := s.create(ctx, creation{tool: t, owner: owner, args: valid, journal: r.journal, responses: r.answered()})
 		if err != nil {
 			return inlineOutcome{Err: err}
 		}
@@ -457,7 +444,7 @@ func legacyInlineResult(res *mcp.CallToolResult, err error) inlineOutcome {
 // job, and its handle is the answer; else the task is cancelled (the
 // client will never read it), the refusal logged, and the error to answer
 // the call with returned.
-func (s *Server) refuseHeld(ctx context.Context, owner string, t *Task, why string) (mcp.Result, error) {
+func (s *Server) refuseHeld(ctx context.Context, owner string, t *driver.Task, why string) (mcp.Result, error) {
 	if tt := s.tools[t.Tool]; tt != nil && s.jobsFor(tt) {
 		return legacyHeldJob(s.jobAnswer(t))
 	}

@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -279,7 +280,7 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	sent := map[string]bool{}
 	var refusal string
-	t, err := l.ts.watchTask(ctx, owner, taskID, func(t *Task) bool {
+	t, err := l.ts.watchTask(ctx, owner, taskID, func(t *driver.Task) bool {
 		keys := make([]string, 0, len(t.InputRequests))
 		for k := range t.InputRequests {
 			keys = append(keys, k)
@@ -291,7 +292,7 @@ func (l *legacy) hold(ctx context.Context, w http.ResponseWriter, r *http.Reques
 				s.message(inputRequest(t.ID, k, t.InputRequests[k], !inline))
 			}
 		}
-		if inline && t.Status == StatusWorking && t.WakeAt.After(deadline) {
+		if inline && t.Status == driver.StatusWorking && t.WakeAt.After(deadline) {
 			refusal = "it sleeps until " + t.WakeAt.UTC().Format(time.RFC3339)
 			return true
 		}
@@ -355,7 +356,7 @@ func parseInputID(id string) (taskID, key string, ok bool) {
 		return "", "", false
 	}
 	taskID, enc, ok := strings.Cut(rest, ".")
-	if !ok || !ValidID(taskID) {
+	if !ok || !driver.ValidID(taskID) {
 		return "", "", false
 	}
 	k, err := base64.RawURLEncoding.DecodeString(enc)

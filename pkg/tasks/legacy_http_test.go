@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // legacyServer is a tasks server on a real redis-server, spoken to on
@@ -32,11 +34,11 @@ type legacyServer struct {
 	release chan struct{}
 }
 
-func newLegacyServer(t *testing.T, opts tasks.Options, wrap ...func(tasks.Store) tasks.Store) *legacyServer {
+func newLegacyServer(t *testing.T, opts tasks.Options, wrap ...func(driver.Store) driver.Store) *legacyServer {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	rc := testredis.Client(t, "redis-server")
-	var store tasks.Store = redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + tasks.NewID() + ":"})
+	var store driver.Store = redisstore.New(rc, &redisstore.Options{Prefix: "legacy" + driver.NewID() + ":"})
 	for _, w := range wrap {
 		store = w(store)
 	}
@@ -650,18 +652,18 @@ func TestLegacyCancelWaitsForRunningStep(t *testing.T) {
 // once a cancellation was requested, until release is closed: a store
 // too slow to answer within a request's budget.
 type stallAfterCancel struct {
-	tasks.Store
+	driver.Store
 	cancelled atomic.Bool
 	release   chan struct{}
 }
 
-func (s *stallAfterCancel) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
+func (s *stallAfterCancel) Cancel(ctx context.Context, owner, id string, now time.Time) (driver.Status, bool, error) {
 	st, ended, err := s.Store.Cancel(ctx, owner, id, now)
 	s.cancelled.Store(true)
 	return st, ended, err
 }
 
-func (s *stallAfterCancel) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+func (s *stallAfterCancel) Get(ctx context.Context, owner, id string) (*driver.Task, error) {
 	if s.cancelled.Load() {
 		<-s.release
 	}
@@ -676,7 +678,7 @@ func TestLegacyCancelAnswersWithoutAReadAfter(t *testing.T) {
 	stall := &stallAfterCancel{release: make(chan struct{})}
 	t.Cleanup(func() { close(stall.release) })
 	l := newLegacyServer(t, tasks.Options{MaxDuration: 2 * time.Second, StoreTimeout: 100 * time.Millisecond},
-		func(s tasks.Store) tasks.Store { stall.Store = s; return stall })
+		func(s driver.Store) driver.Store { stall.Store = s; return stall })
 	cancel := func(id string) legacyTask {
 		t.Helper()
 		var got legacyTask

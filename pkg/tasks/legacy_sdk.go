@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -233,7 +234,7 @@ func (s *Server) openLegacyResume(tok string) (legacyResume, bool) {
 		Kind string `json:"k"`
 		legacyResume
 	}
-	if json.Unmarshal(b, &v) != nil || v.Kind != "resume" || !ValidID(v.TaskID) || len(v.RequestID) == 0 {
+	if json.Unmarshal(b, &v) != nil || v.Kind != "resume" || !driver.ValidID(v.TaskID) || len(v.RequestID) == 0 {
 		return legacyResume{}, false
 	}
 	return v.legacyResume, true

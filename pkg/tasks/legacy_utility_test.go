@@ -11,6 +11,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -32,17 +33,17 @@ func TestLegacyUtilityOperations(t *testing.T) {
 	ctx := context.Background()
 	res, _ := srv.LegacyCreateTask(ctx, "alice", "shout", nil, 0)
 	created := res.(*tasks.LegacyCreateTaskResult)
-	if created.Task.Status != tasks.StatusWorking || *created.Task.TTL != 3600000 {
+	if created.Task.Status != driver.StatusWorking || *created.Task.TTL != 3600000 {
 		t.Errorf("created %+v, want working with a ttl of an hour", created.Task)
 	}
 
 	_, _ = srv.Advance(ctx, created.Task.TaskID)
 
 	list, _ := srv.LegacyListTasks(ctx, "alice", "")
-	if ts := list.(*tasks.LegacyListTasksResult).Tasks; len(ts) != 1 || ts[0].TaskID != created.Task.TaskID || ts[0].Status != tasks.StatusCompleted {
+	if ts := list.(*tasks.LegacyListTasksResult).Tasks; len(ts) != 1 || ts[0].TaskID != created.Task.TaskID || ts[0].Status != driver.StatusCompleted {
 		t.Errorf("tasks/list %+v, want the completed task", ts)
 	}
-	done, _ := srv.WatchTask(ctx, "alice", created.Task.TaskID, func(*tasks.Task) bool { return false })
+	done, _ := srv.WatchTask(ctx, "alice", created.Task.TaskID, func(*driver.Task) bool { return false })
 	out, _ := tasks.LegacyOutcome(done, true)
 	b, _ := json.Marshal(out)
 	if want := `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + done.ID + `"}},"content":[{"type":"text","text":"HEY"}]}`; string(b) != want {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -34,11 +35,11 @@ type taskListen struct {
 	// Accepted are the requested ids of tasks the caller owns, in request
 	// order; the stream is about them only.
 	Accepted []string
-	sub      *Subscription
+	sub      *driver.Subscription
 	stop     context.CancelFunc
 	// state: the latest state read of each accepted task, and what was
 	// sent of it (sent[id] is the key of the last notification).
-	state map[string]*Task
+	state map[string]*driver.Task
 	sent  map[string]string
 	// pending holds ids announced since the stream last looked; wake has a
 	// token when it is not empty.
@@ -53,26 +54,26 @@ type taskListen struct {
 // reads each task: the ones owner owns are Accepted; an unknown id and a
 // task of someone else are left out alike. It answers -32602 for more than
 // maxListenTasks ids, and -32603 when the store is unavailable or is not a
-// [Watcher], or when ctx ends before the subscription is confirmed and the
+// [driver.Watcher], or when ctx ends before the subscription is confirmed and the
 // tasks read: pass the request's budget, so that a slow store cannot stretch
 // the stream past it. Run streams the tasks; Close ends the subscription.
 func (s *Server) listen(ctx context.Context, owner string, ids []string) (*taskListen, error) {
 	if len(ids) > maxListenTasks {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "subscriptions/listen: too many taskIds (at most 100)"}
 	}
-	w, ok := s.store.(Watcher)
+	w, ok := s.store.(driver.Watcher)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "subscriptions/listen: the task store does not announce transitions"}
 	}
 	var want []string
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if ValidID(id) && !seen[id] && owner != "" {
+		if driver.ValidID(id) && !seen[id] && owner != "" {
 			seen[id] = true
 			want = append(want, id)
 		}
 	}
-	l := &taskListen{s: s, owner: owner, state: map[string]*Task{}, sent: map[string]string{},
+	l := &taskListen{s: s, owner: owner, state: map[string]*driver.Task{}, sent: map[string]string{},
 		pending: map[string]bool{}, wake: make(chan struct{}, 1)}
 	if len(want) == 0 {
 		l.stop = func() {}
@@ -104,7 +105,7 @@ func (s *Server) listen(ctx context.Context, owner string, ids []string) (*taskL
 	}
 	for _, id := range want {
 		t, err := s.read(ctx, owner, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -122,10 +123,10 @@ func (s *Server) listen(ctx context.Context, owner string, ids []string) (*taskL
 }
 
 // read is tasks/get's store read, bounded by the store timeout.
-func (s *Server) read(ctx context.Context, owner, id string) (*Task, error) {
+func (s *Server) read(ctx context.Context, owner, id string) (*driver.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	return await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
+	return await(ctx, s.storeDirect, func(ctx context.Context) (*driver.Task, error) { return s.store.Get(ctx, owner, id) })
 }
 
 // announce is the Watch callback: it never blocks.
@@ -193,8 +194,8 @@ func (l *taskListen) Run(ctx context.Context, send func(*detailedTask) error) er
 				}
 				// Gone (expired) or unreadable for now: a gone task ends its
 				// part of the stream; an unreadable one is read again later.
-				if errors.Is(err, ErrNotFound) {
-					l.state[id] = &Task{Status: StatusCancelled}
+				if errors.Is(err, driver.ErrNotFound) {
+					l.state[id] = &driver.Task{Status: driver.StatusCancelled}
 				} else {
 					l.s.log.Warn("subscriptions/listen: reading a task failed", "task", id, "err", err)
 				}

@@ -40,6 +40,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -156,7 +157,7 @@ type taskParams struct {
 	Meta map[string]any `json:"_meta"`
 	wireTaskFields
 	Result        json.RawMessage            `json:"result,omitempty"`
-	Error         *ErrorObject               `json:"error,omitempty"`
+	Error         *driver.ErrorObject        `json:"error,omitempty"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
 }
 

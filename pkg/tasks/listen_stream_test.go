@@ -12,6 +12,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -41,10 +42,10 @@ func TestListenStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, srv.ListenLimit())
 	defer cancel()
-	var seen []tasks.Status
+	var seen []driver.Status
 	_ = l.Run(ctx, func(d *tasks.DetailedTask) error {
 		seen = append(seen, d.Status)
-		if d.Status == tasks.StatusWorking {
+		if d.Status == driver.StatusWorking {
 			go srv.Advance(context.Background(), id) // another process, in production
 		}
 		return nil
@@ -60,8 +61,8 @@ func TestListenStream(t *testing.T) {
 func TestPollAdviceFollowsTheTask(t *testing.T) {
 	srv := tasks.New(&mcp.Implementation{Name: "example", Version: "1"}, nil, nil, nil, nil)
 	now := time.Now()
-	sleeping := &tasks.Task{Status: tasks.StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}
-	parked := &tasks.Task{Status: tasks.StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}
+	sleeping := &driver.Task{Status: driver.StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}
+	parked := &driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}
 	if a, b := srv.PollAdvice(sleeping, now), srv.PollAdvice(parked, now); a != 31*time.Second || b != 5*time.Second {
 		t.Errorf("advice %v and %v, want 31s and 5s", a, b)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -49,7 +50,7 @@ func ExampleStep_Offer() {
 		}, tasks.StepDefaults(tasks.Retries(5), tasks.Timeout(time.Minute)))
 
 	ctx := context.Background()
-	task, _ := srv.Store().Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "batch",
+	task, _ := srv.Store().Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "batch",
 		Args: []byte(`{}`), TTL: srv.Options().TTL, PollInterval: srv.Options().PollInterval, Now: srv.Options().Now()})
 
 	res, _ := srv.Advance(ctx, task.ID) // part-1

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // stopRequest is the offer the tests put up.
@@ -30,7 +31,7 @@ func advanceUntilIdle(t *testing.T, h *harness, id string) tasks.AdvanceResult {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Skipped || res.Status != tasks.StatusWorking {
+		if res.Skipped || res.Status != driver.StatusWorking {
 			return res
 		}
 	}
@@ -77,7 +78,7 @@ func TestOfferCutsSleep(t *testing.T) {
 		})
 		id := h.create(t, "watch", nil)
 		res := advanceUntilIdle(t, h, id)
-		if res.Status != tasks.StatusInputRequired {
+		if res.Status != driver.StatusInputRequired {
 			t.Fatalf("after the first invocation: %+v, want input_required (sleeping with an offer)", res)
 		}
 		tk := h.c.Get(t, id)
@@ -98,7 +99,7 @@ func TestOfferCutsSleep(t *testing.T) {
 		}
 		res = advanceUntilIdle(t, h, id)
 		done := h.c.Get(t, id)
-		if res.Status != tasks.StatusCompleted || textOf(t, done.Result) != `stopped before nap 1: {"action":"accept"} (again: false)` {
+		if res.Status != driver.StatusCompleted || textOf(t, done.Result) != `stopped before nap 1: {"action":"accept"} (again: false)` {
 			t.Fatalf("task ended %+v: %s", res, done.Result)
 		}
 		if woken.Load() != 1 || found.Load() != 1 {
@@ -188,7 +189,7 @@ func TestCheckInputReplays(t *testing.T) {
 		if tk := h.c.Get(t, id); tk.Status != "working" || len(tk.InputRequests) != 0 {
 			t.Fatalf("a task answered between steps: %+v, want working", tk)
 		}
-		if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusCompleted {
+		if res := advanceUntilIdle(t, h, id); res.Status != driver.StatusCompleted {
 			t.Fatalf("task ended %+v", res)
 		}
 		if got := textOf(t, h.c.Get(t, id).Result); got != "1 parts" {
@@ -303,7 +304,7 @@ func TestWithdrawnOfferIgnored(t *testing.T) {
 			t.Fatalf("the withdrawn offer's answer woke the task: %+v", res)
 		}
 		answer(t, h, id, map[string]any{"budget": map[string]any{"action": "accept", "content": map[string]any{"n": 42}}})
-		if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusCompleted {
+		if res := advanceUntilIdle(t, h, id); res.Status != driver.StatusCompleted {
 			t.Fatalf("after the budget answer: %+v", res)
 		}
 		if got := textOf(t, h.c.Get(t, id).Result); got != `woken=true stop=false budget=true {"action":"accept","content":{"n":42}}` {
@@ -352,7 +353,7 @@ func TestOfferWhileWaitingForInput(t *testing.T) {
 			t.Fatalf("the offer's answer ended the wait: %+v", res)
 		}
 		answer(t, h, id, map[string]any{"go": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}})
-		if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusCompleted {
+		if res := advanceUntilIdle(t, h, id); res.Status != driver.StatusCompleted {
 			t.Fatalf("after the awaited answer: %+v", res)
 		}
 		if got := textOf(t, h.c.Get(t, id).Result); got != "go=true stop=true/true" {
@@ -424,7 +425,7 @@ func TestOfferMisuse(t *testing.T) {
 			})
 	})
 	id := h.create(t, "typo", nil)
-	if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusFailed {
+	if res := advanceUntilIdle(t, h, id); res.Status != driver.StatusFailed {
 		t.Fatalf("typo: %+v", res)
 	}
 	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), `CheckInput(\"stop\"): the task made no offer of that name`) {
@@ -433,7 +434,7 @@ func TestOfferMisuse(t *testing.T) {
 	id = h.create(t, "reuse", nil)
 	advanceUntilIdle(t, h, id)
 	answer(t, h, id, map[string]any{"k": map[string]any{"action": "decline"}})
-	if res := advanceUntilIdle(t, h, id); res.Status != tasks.StatusFailed {
+	if res := advanceUntilIdle(t, h, id); res.Status != driver.StatusFailed {
 		t.Fatalf("reuse: %+v", res)
 	}
 	if got := h.c.Get(t, id); !strings.Contains(string(got.Error), `input key \"k\" was already used`) {

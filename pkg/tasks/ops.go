@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,7 +21,7 @@ import (
 // result to send (with resultType, without _meta: the transport adds
 // serverInfo) or a JSON-RPC error (*jsonrpc.Error) carrying the code the
 // transport maps to its HTTP status. An id the server never issued (see
-// [ValidID]) is unknown without a store call, and every store call is
+// [driver.ValidID]) is unknown without a store call, and every store call is
 // bounded by Options.StoreTimeout.
 
 // getTask answers tasks/get for the principal owner: a detailedTask
@@ -53,16 +54,16 @@ func (s *Server) cancelTask(ctx context.Context, owner, id string) (mcp.Result, 
 
 // requestCancel requests the cancellation of owner's task id, as
 // cancelTask answers it, and returns the task's status after the request.
-func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ Status, err error) {
+func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ driver.Status, err error) {
 	ctx, span := s.requestSpan(ctx, methodCancel, "", id)
 	defer func() { endSpan(span, err) }()
-	if !ValidID(id) {
+	if !driver.ValidID(id) {
 		return "", errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
 	type cancelled struct {
-		st    Status
+		st    driver.Status
 		ended bool
 	}
 	c, err := await(ctx, s.storeDirect, func(ctx context.Context) (cancelled, error) {
@@ -70,7 +71,7 @@ func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ Status,
 		return cancelled{st, ended}, err
 	})
 	st, ended := c.st, c.ended
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return "", errUnknownTask(id)
 	}
 	if st != "" {
@@ -100,7 +101,7 @@ func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ Status,
 func (s *Server) updateTask(ctx context.Context, owner, id string, responses map[string]json.RawMessage) (_ mcp.Result, err error) {
 	ctx, span := s.requestSpan(ctx, methodUpdate, "", id)
 	defer func() { endSpan(span, err) }()
-	if !ValidID(id) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
@@ -108,7 +109,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	requests, err := await(ctx, s.storeDirect, func(ctx context.Context) (map[string]json.RawMessage, error) {
 		return s.store.Outstanding(ctx, owner, id, s.now())
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err != nil {
@@ -127,7 +128,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err == nil || resumed {
@@ -164,7 +165,7 @@ func (s *Server) createFor(ctx context.Context, owner, tool string, args json.Ra
 	if t == nil || t.inputFirst {
 		return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "CreateTask: " + tool + " is not a task tool created without input rounds"}
 	}
-	res, err := s.create(ctx, t, owner, args, nil)
+	res, err := s.create(ctx, creation{tool: t, owner: owner, args: args})
 	return middlewareCallResult(res), err
 }
 
@@ -212,14 +213,14 @@ func storeUnavailable() error {
 
 // lookup reads owner's task id within Options.StoreTimeout: -32602 when it
 // is unknown or foreign, -32603 when the store fails.
-func (s *Server) lookup(ctx context.Context, owner, id, method string) (*Task, error) {
-	if !ValidID(id) {
+func (s *Server) lookup(ctx context.Context, owner, id, method string) (*driver.Task, error) {
+	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Get(ctx, owner, id) })
-	if errors.Is(err, ErrNotFound) {
+	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.Task, error) { return s.store.Get(ctx, owner, id) })
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
 	if err != nil {

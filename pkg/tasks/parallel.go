@@ -10,19 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // Parallel steps: All runs the branches of one step in separate worker
 // invocations, each journaled, retried and fenced on its own, and joins
 // them. See the package documentation, "Parallel steps".
-
-// DefaultConcurrency is how many branches of a parallel step run at once
-// unless [Concurrency] says otherwise.
-const DefaultConcurrency = 16
-
-// MaxBranches bounds the branches of one parallel step.
-const MaxBranches = 1000
 
 // Concurrency bounds how many branches of an [All] step are in flight at
 // once (queued, running or waiting for a retry); default
@@ -81,7 +75,7 @@ func (e *JoinError) Error() string {
 // call Step methods. Out must survive a JSON round trip; the results
 // together are journaled as one value, at most Options.MaxResultBytes.
 //
-// On a store that is not a [Brancher], the branches run one after another
+// On a store that is not a [driver.Brancher], the branches run one after another
 // as Do steps named "name[i]". Inline (a client without the tasks
 // extension) they run concurrently within the call, or, with the
 // async-jobs fallback, the call goes on as a task.
@@ -102,7 +96,7 @@ func All[In, Out any](s *Step, name string, items []In, fn func(ctx context.Cont
 		}
 		return b, nil
 	}
-	var outs []BranchOutcome
+	var outs []driver.BranchOutcome
 	var err error
 	if s.r.forks() {
 		outs, err = s.r.all(name, len(items), o, branch)
@@ -142,143 +136,6 @@ func (r *run) doOpts(opts []DoOption) doOptions {
 	return o
 }
 
-// Fork describes the branches of a parallel step, as the Change that
-// starts them carries them (Change.Fork).
-type Fork struct {
-	// Name is the step's name: the event its join is (Change.Await).
-	Name string
-	// Number is the task's n-th parallel step, from 1; branch ids carry it.
-	Number int
-	// Branches is how many branches the step has; Concurrency how many
-	// are in flight at once (1 to Branches).
-	Branches, Concurrency int
-}
-
-// A Brancher is a [Store] that runs the branches of parallel steps ([All])
-// in invocations of their own. A queue message for a branch carries a
-// branch id ([BranchID]: the task's id, the fork's number and the
-// branch's index), which Server.Advance recognises. A Store that is not
-// one runs the branches one after another (see All).
-//
-// Contract (the storetest suite checks it):
-//
-//   - A Commit whose Change carries a Fork starts it, in the same atomic
-//     write as the task's release to await its join (Change.Await = the
-//     fork's Name): its first Concurrency branches are dispatched (a
-//     Dispatcher enqueues them; else the caller does).
-//   - Each branch is claimed, renewed and committed like a task, under a
-//     lease and a fencing generation of its own: ClaimBranch refuses a
-//     branch another live lease holds, charges an attempt, and takes no
-//     finished branch, none not yet dispatched, and none of a task that
-//     ended or is gone. A CommitBranch under a stale generation, or after
-//     the task ended, fails with ErrFenced and changes nothing.
-//   - A branch's final commit (a value or a final error) dispatches the
-//     next branch not yet dispatched, if any (BranchCommit.Next), and the
-//     last one to finish delivers the join: a task that awaits it is
-//     resumed (BranchCommit.Resumed), and one that awaits it later is
-//     released to run at once (Change.Await).
-//   - A branch's keys, like every key of its task, live in the task's
-//     Redis Cluster slot and expire with the task.
-type Brancher interface {
-	// ClaimBranch takes a lease on the branch id for a worker and charges
-	// it an attempt, or says why not (BranchClaim.State). It answers
-	// ErrNotFound for a branch that does not exist.
-	ClaimBranch(ctx context.Context, id string, now time.Time, lease time.Duration) (*BranchClaim, error)
-	// RenewBranch makes the lease of the claim gen of branch id last until
-	// now+lease, as LeaseRenewer.RenewLease does for a task.
-	RenewBranch(ctx context.Context, id string, gen int64, now time.Time, lease time.Duration) error
-	// BranchCancelled reports whether the branch id held under gen must
-	// stop: its task was cancelled or ended, or another claim took the
-	// branch.
-	BranchCancelled(ctx context.Context, id string, gen int64) (bool, error)
-	// CommitBranch writes the outcome of the branch id under the claim
-	// gen (see BranchChange) and ends its lease.
-	CommitBranch(ctx context.Context, id string, gen int64, ch *BranchChange) (*BranchCommit, error)
-	// Joined returns the outcomes of the branches of the fork number of
-	// task taskID, in order, once every branch has finished; nil while
-	// some have not.
-	Joined(ctx context.Context, taskID string, fork int) ([]BranchOutcome, error)
-	// Stalled returns, for the sweeper, the ids of the branches of task
-	// taskID's open fork that were dispatched and are neither finished,
-	// leased nor waiting for a retry that is not due at now (their
-	// message may be lost: enqueueing them again is harmless), and
-	// whether the task has an open fork at all.
-	Stalled(ctx context.Context, taskID string, now time.Time) (ids []string, open bool, err error)
-}
-
-// BranchState says what ClaimBranch found.
-type BranchState int
-
-const (
-	// BranchClaimed: the claim holds the branch (BranchClaim.Claim).
-	BranchClaimed BranchState = iota
-	// BranchLeased: another worker holds it until Until.
-	BranchLeased
-	// BranchWaiting: it waits for a retry, due at Until.
-	BranchWaiting
-	// BranchIdle: nothing to run: it finished, its turn has not come, or
-	// its task ended.
-	BranchIdle
-)
-
-// BranchClaim is what ClaimBranch found.
-type BranchClaim struct {
-	State BranchState
-	// Until is the end of the lease (BranchLeased) or the retry's time
-	// (BranchWaiting).
-	Until time.Time
-	// Claim, when State is BranchClaimed, is the branch's claim: the
-	// task's record, journal, responses and events as of the claim, and
-	// the branch's own fencing generation (Gen), attempts and lost lease.
-	Claim *Claim
-}
-
-// BranchChange is the outcome of one attempt of a branch.
-type BranchChange struct {
-	Now time.Time
-	// Value is the branch's result; or Err its final error; or Err the
-	// error of the attempt and Retry when the branch runs again; or
-	// Release: the attempt did not start (the invocation's budget), the
-	// branch runs again now and the attempt is not charged.
-	Value   json.RawMessage
-	Err     string
-	Retry   time.Time
-	Release bool
-	// Attempt and Took describe the attempt, for operators.
-	Attempt int
-	Took    time.Duration
-}
-
-// BranchCommit is what a CommitBranch did besides writing the outcome.
-type BranchCommit struct {
-	// Next are the branches it dispatched: a store that is not a
-	// Dispatcher leaves enqueueing them to the caller.
-	Next []string
-	// Resumed: it delivered the join and resumed the task (the caller
-	// enqueues it, unless the store dispatched it).
-	Resumed bool
-}
-
-// BranchOutcome is the outcome of a finished branch: its result, or its
-// final error.
-type BranchOutcome struct {
-	Value json.RawMessage `json:"v,omitempty"`
-	Err   string          `json:"e,omitempty"`
-}
-
-// BranchID is the queue id of branch index of the fork-th parallel step
-// of task taskID: "taskID.fork.index".
-func BranchID(taskID string, fork, index int) string {
-	return taskID + "." + strconv.Itoa(fork) + "." + strconv.Itoa(index)
-}
-
-// ParseBranchID splits a branch id made by BranchID; ok is false for
-// anything else (a task id among them).
-func ParseBranchID(id string) (taskID string, fork, index int, ok bool) {
-	ref, ok := parseBranchID(id)
-	return ref.task, ref.fork, ref.index, ok
-}
-
 // branchRef is a parsed branch id.
 type branchRef struct {
 	task        string
@@ -286,32 +143,8 @@ type branchRef struct {
 }
 
 func parseBranchID(id string) (branchRef, bool) {
-	task, rest, ok := strings.Cut(id, ".")
-	if !ok || !ValidID(task) {
-		return branchRef{}, false
-	}
-	f, i, ok := strings.Cut(rest, ".")
-	fork, okF := decimal(f, 1<<30)
-	index, okI := decimal(i, MaxBranches-1)
-	if !ok || !okF || !okI || fork < 1 {
-		return branchRef{}, false
-	}
-	return branchRef{task: task, fork: fork, index: index}, true
-}
-
-// decimal parses a canonical decimal (no sign, no leading zero) up to max.
-func decimal(s string, max int) (int, bool) {
-	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	n := 0
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, n <= max
+	task, fork, index, ok := driver.ParseBranchID(id)
+	return branchRef{task: task, fork: fork, index: index}, ok
 }
 
 // forks reports whether the run starts parallel steps as forks: durably
@@ -320,7 +153,7 @@ func (r *run) forks() bool {
 	if r.w == nil {
 		return true
 	}
-	_, ok := r.w.s.store.(Brancher)
+	_, ok := r.w.s.store.(driver.Brancher)
 	return ok
 }
 
@@ -329,7 +162,7 @@ func (r *run) forks() bool {
 func (r *run) forkNumber() int {
 	n := 0
 	for i := range r.journal[:r.cursor] {
-		if r.journal[i].Kind == KindFork {
+		if r.journal[i].Kind == driver.KindFork {
 			n++
 		}
 	}
@@ -349,29 +182,29 @@ type joinValue struct {
 }
 
 // all runs the parallel step name of n branches, or replays it.
-func (r *run) all(name string, n int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) ([]BranchOutcome, error) {
+func (r *run) all(name string, n int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) ([]driver.BranchOutcome, error) {
 	if err := r.enter("tasks.All", name); err != nil {
 		return nil, err
 	}
 	defer r.leave()
-	if n > MaxBranches {
-		return nil, fmt.Errorf("parallel step %q has %d branches, over the limit of %d", name, n, MaxBranches)
+	if n > driver.MaxBranches {
+		return nil, fmt.Errorf("parallel step %q has %d branches, over the limit of %d", name, n, driver.MaxBranches)
 	}
-	if e, ok := r.next(name, KindFork); ok {
+	if e, ok := r.next(name, driver.KindFork); ok {
 		var spec forkSpec
 		_ = json.Unmarshal(e.Value, &spec)
 		if spec.N != n {
 			panic(nondeterminism{fmt.Sprintf("parallel step %q has %d branches in the journal but the handler now gives %d: the tool's code changed while this task was in flight", name, spec.N, n)})
 		}
 		number := r.forkNumber()
-		if j, ok := r.event(name, KindJoin); ok {
+		if j, ok := r.event(name, driver.KindJoin); ok {
 			return decodeJoin(j, n)
 		}
 		if r.mode == modeBranch && r.branch.fork == number {
 			r.w.runBranch(r, name, o, branch) // unwinds
 		}
 		if r.replaying() || r.mode == modeBranch {
-			r.mismatch(&r.journal[r.cursor], name, KindJoin)
+			r.mismatch(&r.journal[r.cursor], name, driver.KindJoin)
 		}
 		return r.w.join(r, name, number, n)
 	}
@@ -387,16 +220,16 @@ func (r *run) all(name string, n int, o doOptions, branch func(context.Context, 
 	}
 	c = max(min(c, n), 1)
 	spec, _ := json.Marshal(forkSpec{N: n, C: c})
-	r.appendEntry(Entry{Name: name, Kind: KindFork, Value: spec})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindFork, Value: spec})
 	if n == 0 {
 		return r.joined(name, nil)
 	}
-	fork := &Fork{Name: name, Number: r.forkNumber(), Branches: n, Concurrency: c}
+	fork := &driver.Fork{Name: name, Number: r.forkNumber(), Branches: n, Concurrency: c}
 	panic(suspend{kind: suspendAwait, await: name, at: r.claim.Task.ExpiresAt().Truncate(time.Millisecond), fork: fork})
 }
 
 // decodeJoin returns the outcomes a KindJoin entry holds.
-func decodeJoin(e *Entry, n int) ([]BranchOutcome, error) {
+func decodeJoin(e *driver.Entry, n int) ([]driver.BranchOutcome, error) {
 	if e.Err != "" {
 		return nil, &StepError{Step: e.Name, Message: e.Err}
 	}
@@ -404,7 +237,7 @@ func decodeJoin(e *Entry, n int) ([]BranchOutcome, error) {
 	if err := json.Unmarshal(e.Value, &jv); err != nil || len(jv.V) != n {
 		return nil, fmt.Errorf("decoding the journaled join of %q: not %d results", e.Name, n)
 	}
-	outs := make([]BranchOutcome, n)
+	outs := make([]driver.BranchOutcome, n)
 	for i := range outs {
 		outs[i].Value = jv.V[i]
 		outs[i].Err = jv.E[strconv.Itoa(i)]
@@ -414,7 +247,7 @@ func decodeJoin(e *Entry, n int) ([]BranchOutcome, error) {
 
 // joined journals the join of the parallel step name with outs and
 // returns them (or the step's error, when together they are too large).
-func (r *run) joined(name string, outs []BranchOutcome) ([]BranchOutcome, error) {
+func (r *run) joined(name string, outs []driver.BranchOutcome) ([]driver.BranchOutcome, error) {
 	jv := joinValue{V: make([]json.RawMessage, len(outs))}
 	for i, oc := range outs {
 		jv.V[i] = oc.Value
@@ -432,17 +265,17 @@ func (r *run) joined(name string, outs []BranchOutcome) ([]BranchOutcome, error)
 	}
 	if r.maxValue > 0 && len(b) > r.maxValue {
 		msg := fmt.Sprintf("the results of its %d branches are %d bytes together, over the %d byte limit (Options.MaxResultBytes)", len(outs), len(b), r.maxValue)
-		r.appendEntry(Entry{Name: name, Kind: KindJoin, Err: msg})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindJoin, Err: msg})
 		return nil, &StepError{Step: name, Message: msg}
 	}
-	r.appendEntry(Entry{Name: name, Kind: KindJoin, Value: b})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindJoin, Value: b})
 	return decodeJoin(&r.journal[len(r.journal)-1], len(outs))
 }
 
 // join is the durable run meeting its open fork number: it journals the
 // join once every branch finished, and waits for it again otherwise.
-func (w *worker) join(r *run, name string, number, n int) ([]BranchOutcome, error) {
-	outs, err := w.s.store.(Brancher).Joined(r.ctx, r.taskID, number)
+func (w *worker) join(r *run, name string, number, n int) ([]driver.BranchOutcome, error) {
+	outs, err := w.s.store.(driver.Brancher).Joined(r.ctx, r.taskID, number)
 	if err != nil {
 		w.log.Warn("reading a parallel step's branches failed; the task runs again at its lease's end", "task", r.taskID, "step", name, "err", err)
 		panic(suspend{kind: suspendStop})
@@ -458,8 +291,8 @@ func (w *worker) join(r *run, name string, number, n int) ([]BranchOutcome, erro
 
 // allInSequence runs the branches one after another as Do steps
 // "name[i]", on a store that is not a Brancher.
-func (r *run) allInSequence(s *Step, name string, n int, opts []DoOption, branch func(context.Context, int) (json.RawMessage, error)) ([]BranchOutcome, error) {
-	outs := make([]BranchOutcome, n)
+func (r *run) allInSequence(s *Step, name string, n int, opts []DoOption, branch func(context.Context, int) (json.RawMessage, error)) ([]driver.BranchOutcome, error) {
+	outs := make([]driver.BranchOutcome, n)
 	for i := range n {
 		v, err := Do(s, fmt.Sprintf("%s[%d]", name, i), func(ctx context.Context) (json.RawMessage, error) { return branch(ctx, i) }, opts...)
 		var se *StepError
@@ -477,7 +310,7 @@ func (r *run) allInSequence(s *Step, name string, n int, opts []DoOption, branch
 
 // allInline runs the branches concurrently within an inline call, each
 // with Do's retries.
-func (r *run) allInline(name string, n int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) ([]BranchOutcome, error) {
+func (r *run) allInline(name string, n int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) ([]driver.BranchOutcome, error) {
 	if left, ok := r.budgetLeft(); ok && r.jobs && left < r.minStep {
 		return nil, r.needTask(fmt.Sprintf("its parallel step %q would start with only %s of this call's budget left", name, left.Round(time.Millisecond)))
 	}
@@ -485,7 +318,7 @@ func (r *run) allInline(name string, n int, o doOptions, branch func(context.Con
 	if c <= 0 {
 		c = DefaultConcurrency
 	}
-	outs := make([]BranchOutcome, n)
+	outs := make([]driver.BranchOutcome, n)
 	cut := make([]bool, n)
 	sem := make(chan struct{}, max(c, 1))
 	var wg sync.WaitGroup
@@ -505,13 +338,13 @@ func (r *run) allInline(name string, n int, o doOptions, branch func(context.Con
 		}
 	}
 	spec, _ := json.Marshal(forkSpec{N: n, C: c})
-	r.appendEntry(Entry{Name: name, Kind: KindFork, Value: spec})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindFork, Value: spec})
 	return r.joined(name, outs)
 }
 
 // inlineBranch runs branch i within an inline call; cut reports that the
 // call's budget ended it.
-func (r *run) inlineBranch(step string, i int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) (BranchOutcome, bool) {
+func (r *run) inlineBranch(step string, i int, o doOptions, branch func(context.Context, int) (json.RawMessage, error)) (driver.BranchOutcome, bool) {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := r.ctx, context.CancelFunc(func() {})
 		if o.timeout > 0 {
@@ -520,32 +353,32 @@ func (r *run) inlineBranch(step string, i int, o doOptions, branch func(context.
 		v, err := r.callStep(ctx, step, func(ctx context.Context) (json.RawMessage, error) { return branch(ctx, i) })
 		cancel()
 		if err == nil {
-			return BranchOutcome{Value: v}, false
+			return driver.BranchOutcome{Value: v}, false
 		}
 		var perm *permanentError
 		if errors.Is(r.ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &perm) {
-			return BranchOutcome{Err: err.Error()}, true
+			return driver.BranchOutcome{Err: err.Error()}, true
 		}
 		if errors.As(err, &perm) || attempt >= o.attempts || r.ctx.Err() != nil {
-			return BranchOutcome{Err: err.Error()}, false
+			return driver.BranchOutcome{Err: err.Error()}, false
 		}
 		if sleepCtx(r.ctx, o.backoff(attempt)) != nil {
-			return BranchOutcome{Err: err.Error()}, true
+			return driver.BranchOutcome{Err: err.Error()}, true
 		}
 	}
 }
 
 // strayBranch fails a branch's run whose handler, replaying, reached a
 // step the journal does not hold before the parallel step.
-func (r *run) strayBranch(name string, kind EntryKind) {
+func (r *run) strayBranch(name string, kind driver.EntryKind) {
 	panic(nondeterminism{fmt.Sprintf("a branch of a parallel step replayed the handler and met %s %q, a step the journal does not hold, before reaching the parallel step: the tool's code changed while this task was in flight", kind, name)})
 }
 
 // enqueueBranches hands the first branches of fork to the queue, for a
 // store that does not dispatch (the sweeper recovers a lost one).
-func (s *Server) enqueueBranches(ctx context.Context, id string, fork *Fork) {
+func (s *Server) enqueueBranches(ctx context.Context, id string, fork *driver.Fork) {
 	for i := range fork.Concurrency {
-		if err := s.enqueue(ctx, BranchID(id, fork.Number, i), time.Time{}); err != nil {
+		if err := s.enqueue(ctx, driver.BranchID(id, fork.Number, i), time.Time{}); err != nil {
 			s.log.Warn("enqueueing a branch failed; the sweeper will recover it", "task", id, "step", fork.Name, "branch", i, "err", err)
 		}
 	}
@@ -555,12 +388,12 @@ func (s *Server) enqueueBranches(ctx context.Context, id string, fork *Fork) {
 // replays the task's handler up to the parallel step, runs the branch and
 // commits its outcome.
 func (s *Server) advanceBranch(ctx context.Context, id string, ref branchRef) (res AdvanceResult, err error) {
-	b, ok := s.store.(Brancher)
+	b, ok := s.store.(driver.Brancher)
 	if !ok {
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
 	}
 	w := &worker{s: s, log: s.log, qid: id,
-		cancelled: func(ctx context.Context, c *Claim) (bool, error) { return b.BranchCancelled(ctx, id, c.Gen) }}
+		cancelled: func(ctx context.Context, c *driver.Claim) (bool, error) { return b.BranchCancelled(ctx, id, c.Gen) }}
 	rctx, cancel := context.WithTimeout(ctx, s.opts.MaxDuration-s.opts.SafetyMargin)
 	defer cancel()
 	var start time.Time
@@ -573,32 +406,32 @@ func (s *Server) advanceBranch(ctx context.Context, id string, ref branchRef) (r
 		lease, renews = whole, false
 	}
 	bc, err := b.ClaimBranch(ctx, id, now, lease)
-	var c *Claim
+	var c *driver.Claim
 	if bc != nil {
 		c = bc.Claim
 	}
 	ctx, span := s.advanceSpan(ctx, id, c, start, err)
 	defer func() { endAdvance(span, res, err) }()
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "branch not found"}, nil
 	case err != nil:
 		s.storeFailed(ctx, "claim")
 		return AdvanceResult{}, err
 	}
-	res = AdvanceResult{Status: StatusWorking, Skipped: true}
+	res = AdvanceResult{Status: driver.StatusWorking, Skipped: true}
 	switch bc.State {
-	case BranchLeased:
+	case driver.BranchLeased:
 		res.Reason = "leased by another worker"
 		_, deferrer := s.queue.(deferrer)
 		if !s.dispatch && (deferrer || bc.Until.Sub(now) <= s.renewEvery()) {
 			return res, s.enqueue(ctx, id, bc.Until)
 		}
 		return res, nil
-	case BranchWaiting:
+	case driver.BranchWaiting:
 		res.Reason = "waiting for a retry"
 		return res, s.enqueue(ctx, id, bc.Until)
-	case BranchIdle:
+	case driver.BranchIdle:
 		res.Reason = "nothing to run"
 		return res, nil
 	}
@@ -619,7 +452,7 @@ func (s *Server) advanceBranch(ctx context.Context, id string, ref branchRef) (r
 	}
 	var out outcome
 	if t == nil {
-		out.failure = &ErrorObject{Code: CodeInternalError,
+		out.failure = &driver.ErrorObject{Code: CodeInternalError,
 			Message: fmt.Sprintf("tool %q is not registered in this worker", c.Task.Tool)}
 	} else {
 		r.stepDefaults = t.stepDefaults
@@ -631,11 +464,11 @@ func (s *Server) advanceBranch(ctx context.Context, id string, ref branchRef) (r
 // branchRenewer renews a branch's lease through the worker's lease
 // machinery (see keepLease).
 type branchRenewer struct {
-	b  Brancher
+	b  driver.Brancher
 	id string
 }
 
-func (br branchRenewer) RenewLease(ctx context.Context, c *Claim, now time.Time, lease time.Duration) error {
+func (br branchRenewer) RenewLease(ctx context.Context, c *driver.Claim, now time.Time, lease time.Duration) error {
 	return br.b.RenewBranch(ctx, br.id, c.Gen, now, lease)
 }
 
@@ -644,11 +477,11 @@ func (br branchRenewer) RenewLease(ctx context.Context, c *Claim, now time.Time,
 func (w *worker) runBranch(r *run, name string, o doOptions, fn func(context.Context, int) (json.RawMessage, error)) {
 	ref, c := r.branch, r.claim
 	if time.Until(deadlineOf(r.ctx)) < w.s.opts.MinStepTime {
-		w.commitBranch(r, &BranchChange{Release: true})
+		w.commitBranch(r, &driver.BranchChange{Release: true})
 	}
 	att := c.Attempts
 	if att > o.attempts {
-		w.commitBranch(r, &BranchChange{Err: fmt.Sprintf("gave up after %d attempts: the worker died or ran out of time on each", att-1), Attempt: att - 1})
+		w.commitBranch(r, &driver.BranchChange{Err: fmt.Sprintf("gave up after %d attempts: the worker died or ran out of time on each", att-1), Attempt: att - 1})
 	}
 	w.keepLease(r)
 	step := fmt.Sprintf("%s[%d]", name, ref.index)
@@ -665,23 +498,23 @@ func (w *worker) runBranch(r *run, name string, o doOptions, fn func(context.Con
 		panic(suspend{kind: suspendStop}) // the task ended or the claim was lost: nothing to write
 	case err == nil:
 		r.endStep(span, "ok", took, att, nil)
-		w.commitBranch(r, &BranchChange{Value: v, Attempt: att, Took: took})
+		w.commitBranch(r, &driver.BranchChange{Value: v, Attempt: att, Took: took})
 	}
 	var perm *permanentError
 	if errors.As(err, &perm) || att >= o.attempts {
 		r.endStep(span, "error", took, att, err)
-		w.commitBranch(r, &BranchChange{Err: err.Error(), Attempt: att, Took: took})
+		w.commitBranch(r, &driver.BranchChange{Err: err.Error(), Attempt: att, Took: took})
 	}
 	r.endStep(span, "retry", took, att, err)
 	w.log.Info("branch attempt failed; will retry", "task", ref.task, "step", step, "attempt", att, "err", err)
-	w.commitBranch(r, &BranchChange{Err: err.Error(), Retry: end.Add(o.backoff(att)).Truncate(time.Millisecond), Attempt: att, Took: took})
+	w.commitBranch(r, &driver.BranchChange{Err: err.Error(), Retry: end.Add(o.backoff(att)).Truncate(time.Millisecond), Attempt: att, Took: took})
 }
 
 // commitBranch writes ch for the run's branch, enqueues what it
 // dispatched when the store does not, and unwinds the handler.
-func (w *worker) commitBranch(r *run, ch *BranchChange) {
+func (w *worker) commitBranch(r *run, ch *driver.BranchChange) {
 	ch.Now = w.s.now()
-	b := w.s.store.(Brancher)
+	b := w.s.store.(driver.Brancher)
 	res, err := b.CommitBranch(r.ctx, w.qid, r.claim.Gen, ch)
 	if err != nil {
 		w.log.Warn("branch write rejected: another worker claimed it, its task ended, or the store failed", "branch", w.qid, "err", err)
@@ -718,7 +551,7 @@ func (w *worker) commitBranch(r *run, ch *BranchChange) {
 // written already, unless the handler never reached the parallel step,
 // which fails the branch.
 func (w *worker) finishBranch(ctx context.Context, r *run, out outcome) (AdvanceResult, error) {
-	res := AdvanceResult{Status: StatusWorking}
+	res := AdvanceResult{Status: driver.StatusWorking}
 	if r.branchDone {
 		res.Steps, res.Settled = 1, w.s.dispatch
 		return res, nil
@@ -735,7 +568,7 @@ func (w *worker) finishBranch(ctx context.Context, r *run, out outcome) (Advance
 	r.ctx = ctx
 	func() {
 		defer func() { _ = recover() }() // commitBranch unwinds
-		w.commitBranch(r, &BranchChange{Err: msg, Attempt: r.claim.Attempts})
+		w.commitBranch(r, &driver.BranchChange{Err: msg, Attempt: r.claim.Attempts})
 	}()
 	res.Settled = w.s.dispatch && r.branchDone
 	return res, nil
@@ -746,7 +579,7 @@ func (w *worker) finishBranch(ctx context.Context, r *run, out outcome) (Advance
 // enqueued again. It reports whether the task has an open fork (the
 // sweeper then looks again within its grace).
 func (s *Server) watchFork(ctx context.Context, id string, now time.Time, res *SweepResult) (bool, error) {
-	b, ok := s.store.(Brancher)
+	b, ok := s.store.(driver.Brancher)
 	if !ok {
 		return false, nil
 	}

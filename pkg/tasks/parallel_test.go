@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // fanArgs are the arguments of the test tool "fan".
@@ -126,7 +127,7 @@ func TestAll(t *testing.T) {
 			h := newHarness(t, backend, tasks.Options{}, fan(runs))
 			var branchAdvances atomic.Int32
 			h.workWatched(t, 6, func(id string, res tasks.AdvanceResult, err error) {
-				if _, _, _, ok := tasks.ParseBranchID(id); ok && !res.Skipped {
+				if _, _, _, ok := driver.ParseBranchID(id); ok && !res.Skipped {
 					branchAdvances.Add(1)
 				}
 			})
@@ -247,7 +248,7 @@ func TestAllFallbacks(t *testing.T) {
 	t.Run("sequence", func(t *testing.T) {
 		runs := &fanRuns{runs: map[string]int{}}
 		h := newHarness(t, "embedded", tasks.Options{}, func(*tasks.Server) {})
-		plain := tasks.New(&mcp.Implementation{Name: "plain", Version: "1"}, nil, struct{ tasks.Store }{h.store}, h.q, &tasks.Options{Anonymous: true})
+		plain := tasks.New(&mcp.Implementation{Name: "plain", Version: "1"}, nil, struct{ driver.Store }{h.store}, h.q, &tasks.Options{Anonymous: true})
 		fan(runs)(plain)
 		res, err := plain.CreateTask(t.Context(), "anonymous", "fan", []byte(`{"n":3,"ms":1,"fail":-1,"flaky":-1,"block":-1,"workers":3}`))
 		if err != nil {
@@ -260,7 +261,7 @@ func TestAllFallbacks(t *testing.T) {
 			}
 		}
 		tk := h.get(t, id)
-		if tk.Status != tasks.StatusCompleted || !strings.Contains(string(tk.Result), "[0,1,4] sum 5") {
+		if tk.Status != driver.StatusCompleted || !strings.Contains(string(tk.Result), "[0,1,4] sum 5") {
 			t.Fatalf("task: %s %s", tk.Status, tk.Result)
 		}
 		if runs.maxAtOnce.Load() != 1 {

@@ -1,6 +1,10 @@
 package tasks
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
+)
 
 // Poll advice: the pollIntervalMs of every CreateTaskResult and tasks/get
 // answer is derived from the task, so that a client that follows it asks
@@ -31,16 +35,16 @@ import "time"
 // lastUpdatedAt, wake time): no extra store round trip.
 
 // pollAdvice returns the pollIntervalMs the server advises for t at now.
-func (s *Server) pollAdvice(t *Task, now time.Time) time.Duration {
+func (s *Server) pollAdvice(t *driver.Task, now time.Time) time.Duration {
 	return pollAdvice(t, now, s.opts.PollMin, s.opts.PollInterval, s.opts.PollMax)
 }
 
-func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duration {
+func pollAdvice(t *driver.Task, now time.Time, lo, base, hi time.Duration) time.Duration {
 	var d time.Duration
 	switch {
 	case t.Status.Terminal():
 		d = base
-	case t.Status == StatusInputRequired || t.Awaiting != "":
+	case t.Status == driver.StatusInputRequired || t.Awaiting != "":
 		d = max(now.Sub(t.UpdatedAt)/2, base)
 		if !t.WakeAt.IsZero() && t.WakeAt.After(now) {
 			d = min(d, t.WakeAt.Sub(now)+base)
@@ -54,7 +58,7 @@ func pollAdvice(t *Task, now time.Time, lo, base, hi time.Duration) time.Duratio
 }
 
 // advised returns a copy of t whose PollInterval is the server's advice.
-func (s *Server) advised(t *Task) *Task {
+func (s *Server) advised(t *driver.Task) *driver.Task {
 	c := *t
 	c.PollInterval = s.pollAdvice(t, s.now())
 	return &c

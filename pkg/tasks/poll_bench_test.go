@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -136,9 +137,9 @@ func BenchmarkPollCost(b *testing.B) {
 								b.Fatal(err)
 							}
 							switch now := h.clock.Now(); {
-							case tk.Status == tasks.StatusWorking && tk.WakeAt.After(now):
+							case tk.Status == driver.StatusWorking && tk.WakeAt.After(now):
 								work = tk.WakeAt.Sub(start) + delivery
-							case tk.Status == tasks.StatusWorking:
+							case tk.Status == driver.StatusWorking:
 								work = now.Sub(start) + delivery
 							default:
 								work = -1
@@ -158,7 +159,7 @@ func BenchmarkPollCost(b *testing.B) {
 							break
 						}
 						advice := time.Duration(d.PollIntervalMs) * time.Millisecond
-						if sc.self && d.Status == tasks.StatusInputRequired && answered < 0 {
+						if sc.self && d.Status == driver.StatusInputRequired && answered < 0 {
 							// The client's user answers after thinking; the
 							// client then waits the advice it read.
 							answer = next + sc.answerAt

@@ -3,6 +3,8 @@ package tasks
 import (
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 func TestPollAdvice(t *testing.T) {
@@ -10,23 +12,23 @@ func TestPollAdvice(t *testing.T) {
 	lo, base, hi := 500*time.Millisecond, time.Second, 60*time.Second
 	for _, c := range []struct {
 		name string
-		task Task
+		task driver.Task
 		want time.Duration
 	}{
-		{"just created", Task{Status: StatusWorking, UpdatedAt: now}, lo},
-		{"working for 700ms", Task{Status: StatusWorking, UpdatedAt: now.Add(-700 * time.Millisecond)}, 700 * time.Millisecond},
-		{"working for a minute", Task{Status: StatusWorking, UpdatedAt: now.Add(-time.Minute)}, base},
-		{"clock skew", Task{Status: StatusWorking, UpdatedAt: now.Add(time.Minute)}, lo},
-		{"sleeping 30s more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}, 31 * time.Second},
-		{"sleeping an hour more", Task{Status: StatusWorking, UpdatedAt: now, WakeAt: now.Add(time.Hour)}, hi},
-		{"wake time passed", Task{Status: StatusWorking, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, base},
-		{"just parked", Task{Status: StatusInputRequired, UpdatedAt: now}, base},
-		{"parked 10s ago", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}, 5 * time.Second},
-		{"parked an hour ago", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour)}, hi},
-		{"parked, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(10 * time.Second)}, 11 * time.Second},
-		{"parked 4s ago, deadline in 10s", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-4 * time.Second), WakeAt: now.Add(10 * time.Second)}, 2 * time.Second},
-		{"parked long ago, deadline passed", Task{Status: StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, hi},
-		{"completed", Task{Status: StatusCompleted, UpdatedAt: now}, base},
+		{"just created", driver.Task{Status: driver.StatusWorking, UpdatedAt: now}, lo},
+		{"working for 700ms", driver.Task{Status: driver.StatusWorking, UpdatedAt: now.Add(-700 * time.Millisecond)}, 700 * time.Millisecond},
+		{"working for a minute", driver.Task{Status: driver.StatusWorking, UpdatedAt: now.Add(-time.Minute)}, base},
+		{"clock skew", driver.Task{Status: driver.StatusWorking, UpdatedAt: now.Add(time.Minute)}, lo},
+		{"sleeping 30s more", driver.Task{Status: driver.StatusWorking, UpdatedAt: now, WakeAt: now.Add(30 * time.Second)}, 31 * time.Second},
+		{"sleeping an hour more", driver.Task{Status: driver.StatusWorking, UpdatedAt: now, WakeAt: now.Add(time.Hour)}, hi},
+		{"wake time passed", driver.Task{Status: driver.StatusWorking, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, base},
+		{"just parked", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now}, base},
+		{"parked 10s ago", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-10 * time.Second)}, 5 * time.Second},
+		{"parked an hour ago", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-time.Hour)}, hi},
+		{"parked, deadline in 10s", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(10 * time.Second)}, 11 * time.Second},
+		{"parked 4s ago, deadline in 10s", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-4 * time.Second), WakeAt: now.Add(10 * time.Second)}, 2 * time.Second},
+		{"parked long ago, deadline passed", driver.Task{Status: driver.StatusInputRequired, UpdatedAt: now.Add(-time.Hour), WakeAt: now.Add(-time.Second)}, hi},
+		{"completed", driver.Task{Status: driver.StatusCompleted, UpdatedAt: now}, base},
 	} {
 		if got := pollAdvice(&c.task, now, lo, base, hi); got != c.want {
 			t.Errorf("%s: advice %v, want %v", c.name, got, c.want)
@@ -63,7 +65,7 @@ func TestPollAdviceWhileWaitingForInput(t *testing.T) {
 	o := Options{}
 	o.fill()
 	parked := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
-	task := Task{Status: StatusInputRequired, UpdatedAt: parked}
+	task := driver.Task{Status: driver.StatusInputRequired, UpdatedAt: parked}
 	at := parked.Add(o.PollInterval) // the first read, a working poll after the parking
 	var reads []time.Duration
 	for at.Sub(parked) <= time.Minute {

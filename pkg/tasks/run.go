@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,7 +69,7 @@ type suspend struct {
 	// await is the event a suspendAwait waits for; fork, the branches it
 	// starts (a parallel step's join).
 	await string
-	fork  *Fork
+	fork  *driver.Fork
 }
 
 // nondeterminism is raised when the handler's steps no longer match the
@@ -85,7 +86,7 @@ type run struct {
 	ctx       context.Context
 	mode      mode
 	taskID    string
-	journal   []Entry
+	journal   []driver.Entry
 	cursor    int
 	responses map[string]json.RawMessage
 	now       func() time.Time
@@ -114,15 +115,15 @@ type run struct {
 
 	// durable only
 	w        *worker
-	claim    *Claim
-	pending  []Entry // journaled in memory, not yet written
+	claim    *driver.Claim
+	pending  []driver.Entry // journaled in memory, not yet written
 	newSteps int
 	stepDone bool // a step finished since the last write: reset attempts
 	charged  bool // the claim's attempt charge was used by a step
 	// opens are waits for events opened since the last write (written
 	// with it); events the payloads the claim read (Claim.Events);
 	// claimed the claim's time, which decides the waits it closed.
-	opens   []EventWait
+	opens   []driver.EventWait
 	events  map[string]json.RawMessage
 	claimed time.Time
 	// branch is the branch a modeBranch run runs (see All); branchDone
@@ -131,7 +132,7 @@ type run struct {
 	branchDone bool
 }
 
-func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
+func (r *run) next(name string, kind driver.EntryKind) (*driver.Entry, bool) {
 	if r.cursor < len(r.journal) {
 		e := &r.journal[r.cursor]
 		if e.Name != name || e.Kind != kind {
@@ -153,7 +154,7 @@ func (r *run) next(name string, kind EntryKind) (*Entry, bool) {
 
 // mismatch fails the run whose handler asks for (kind, name) where the
 // journal holds e.
-func (r *run) mismatch(e *Entry, name string, kind EntryKind) {
+func (r *run) mismatch(e *driver.Entry, name string, kind driver.EntryKind) {
 	panic(nondeterminism{fmt.Sprintf(
 		"step %d is %s %q in the journal but the handler now asks for %s %q: the tool's code changed while this task was in flight",
 		r.cursor+1, e.Kind, e.Name, kind, name)})
@@ -178,7 +179,7 @@ func (r *run) replaying() bool { return r.cursor < len(r.journal) }
 // event consumes the journal's next entry if it is (kind, name): an event
 // journaled where an earlier run met it (a check that found an answer, a
 // sleep that was cut short).
-func (r *run) event(name string, kind EntryKind) (*Entry, bool) {
+func (r *run) event(name string, kind driver.EntryKind) (*driver.Entry, bool) {
 	if !r.replaying() {
 		return nil, false
 	}
@@ -190,7 +191,7 @@ func (r *run) event(name string, kind EntryKind) (*Entry, bool) {
 	return e, true
 }
 
-func (r *run) appendEntry(e Entry) {
+func (r *run) appendEntry(e driver.Entry) {
 	if r.mode == modeDurable {
 		if e.At.IsZero() {
 			e.At = r.now()
@@ -204,17 +205,17 @@ func (r *run) appendEntry(e Entry) {
 // replayed takes the journal's next entry, without reading the goroutine
 // id (see guard), when it is (kind, name): a call that only replays. It
 // returns a copy of the entry.
-func (r *run) replayed(name string, kind EntryKind) (Entry, bool) {
+func (r *run) replayed(name string, kind driver.EntryKind) (driver.Entry, bool) {
 	if !r.tryReplay() {
-		return Entry{}, false
+		return driver.Entry{}, false
 	}
 	defer r.leave()
 	if !r.replaying() {
-		return Entry{}, false
+		return driver.Entry{}, false
 	}
 	e := r.journal[r.cursor]
 	if e.Name != name || e.Kind != kind {
-		return Entry{}, false
+		return driver.Entry{}, false
 	}
 	r.cursor++
 	return e, true
@@ -231,16 +232,16 @@ func (r *run) replayedSleep(name string) (woke, ok bool) {
 	if r.cursor+1 >= len(r.journal) {
 		return false, false
 	}
-	if e := &r.journal[r.cursor]; e.Name != name || e.Kind != KindSleep {
+	if e := &r.journal[r.cursor]; e.Name != name || e.Kind != driver.KindSleep {
 		return false, false
 	}
 	r.cursor++
-	_, woke = r.event(name, KindWoke)
+	_, woke = r.event(name, driver.KindWoke)
 	return woke, true
 }
 
 func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	if e, ok := r.replayed(name, KindDo); ok {
+	if e, ok := r.replayed(name, driver.KindDo); ok {
 		if e.Err != "" {
 			return nil, &StepError{Step: name, Message: e.Err}
 		}
@@ -250,7 +251,7 @@ func (r *run) do(name string, o doOptions, fn func(context.Context) (json.RawMes
 		return nil, err
 	}
 	defer r.leave()
-	if e, ok := r.next(name, KindDo); ok {
+	if e, ok := r.next(name, driver.KindDo); ok {
 		if e.Err != "" {
 			return nil, &StepError{Step: name, Message: e.Err}
 		}
@@ -279,7 +280,7 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 		r.stepping(false)
 		cancel()
 		if err == nil {
-			r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v})
+			r.appendEntry(driver.Entry{Name: name, Kind: driver.KindDo, Value: v})
 			return v, nil
 		}
 		var perm *permanentError
@@ -288,7 +289,7 @@ func (r *run) doInline(name string, o doOptions, fn func(context.Context) (json.
 			return nil, r.needTask(fmt.Sprintf("its step %q did not finish within this call's budget", name))
 		}
 		if errors.As(err, &perm) || attempt >= o.attempts || r.ctx.Err() != nil {
-			r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error()})
+			r.appendEntry(driver.Entry{Name: name, Kind: driver.KindDo, Err: err.Error()})
 			return nil, &StepError{Step: name, Message: err.Error()}
 		}
 		wait := o.backoff(attempt)
@@ -348,11 +349,11 @@ func (r *run) sleep(name string, until func(time.Time) time.Time) error {
 	}
 	defer r.leave()
 	now := r.now()
-	if e, ok := r.next(name, KindSleep); ok {
+	if e, ok := r.next(name, driver.KindSleep); ok {
 		if r.replaying() {
 			// The journal goes on past the sleep: it is over, and says
 			// whether an answer to an offer cut it short.
-			if _, woke := r.event(name, KindWoke); woke {
+			if _, woke := r.event(name, driver.KindWoke); woke {
 				return ErrWoken
 			}
 			return nil
@@ -363,7 +364,7 @@ func (r *run) sleep(name string, until func(time.Time) time.Time) error {
 		panic(suspend{kind: suspendNeedTask})
 	}
 	at := until(now)
-	r.appendEntry(Entry{Name: name, Kind: KindSleep, Until: at})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindSleep, Until: at})
 	return r.sleepOn(name, at, now)
 }
 
@@ -385,7 +386,7 @@ func (r *run) sleepOn(name string, at, now time.Time) error {
 	offers := r.openOffers()
 	for _, k := range offers {
 		if _, ok := r.responses[k]; ok {
-			r.appendEntry(Entry{Name: name, Kind: KindWoke})
+			r.appendEntry(driver.Entry{Name: name, Kind: driver.KindWoke})
 			return ErrWoken
 		}
 	}
@@ -401,11 +402,11 @@ func (r *run) offerState(name string) (offered, withdrawn, checked bool) {
 			continue
 		}
 		switch e.Kind {
-		case KindOffer:
+		case driver.KindOffer:
 			offered = true
-		case KindWithdraw:
+		case driver.KindWithdraw:
 			withdrawn = true
-		case KindCheck:
+		case driver.KindCheck:
 			checked = true
 		}
 	}
@@ -419,9 +420,9 @@ func (r *run) openOffers() []string {
 	for i := range r.journal[:r.cursor] {
 		e := &r.journal[i]
 		switch e.Kind {
-		case KindOffer:
+		case driver.KindOffer:
 			open = append(open, e.Name)
-		case KindWithdraw, KindCheck:
+		case driver.KindWithdraw, driver.KindCheck:
 			open = slices.DeleteFunc(open, func(k string) bool { return k == e.Name })
 		}
 	}
@@ -433,21 +434,21 @@ func (r *run) openOffers() []string {
 // Input step or offered.
 func (r *run) keyUsed(key string) {
 	for _, prev := range r.journal {
-		if (prev.Kind == KindInput && slices.Contains(prev.Keys, key)) || (prev.Kind == KindOffer && prev.Name == key) {
+		if (prev.Kind == driver.KindInput && slices.Contains(prev.Keys, key)) || (prev.Kind == driver.KindOffer && prev.Name == key) {
 			panic(nondeterminism{fmt.Sprintf("input key %q was already used by step %q; input keys must be unique over a task's life", key, prev.Name)})
 		}
 	}
 }
 
 func (r *run) offer(name string, req json.RawMessage) error {
-	if _, ok := r.replayed(name, KindOffer); ok {
+	if _, ok := r.replayed(name, driver.KindOffer); ok {
 		return nil
 	}
 	if err := r.enter("Step.Offer", name); err != nil {
 		return err
 	}
 	defer r.leave()
-	if _, ok := r.next(name, KindOffer); ok {
+	if _, ok := r.next(name, driver.KindOffer); ok {
 		return nil
 	}
 	if r.mode == modePreflight {
@@ -457,7 +458,7 @@ func (r *run) offer(name string, req json.RawMessage) error {
 		panic(nondeterminism{"Step.Offer needs a name (the offer's input key)"})
 	}
 	r.keyUsed(name)
-	r.appendEntry(Entry{Name: name, Kind: KindOffer, Value: req})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindOffer, Value: req})
 	return nil
 }
 
@@ -476,7 +477,7 @@ func (r *run) replayedCheck(name string) (v json.RawMessage, found, ok bool) {
 	if offered, _, _ := r.offerState(name); !offered {
 		return nil, false, false
 	}
-	if e, ok := r.event(name, KindCheck); ok {
+	if e, ok := r.event(name, driver.KindCheck); ok {
 		return e.Value, true, true
 	}
 	return nil, false, true // the check found nothing here the first time
@@ -494,7 +495,7 @@ func (r *run) checkInput(name string) (json.RawMessage, bool) {
 	if !offered {
 		panic(nondeterminism{fmt.Sprintf("Step.CheckInput(%q): the task made no offer of that name (see Step.Offer)", name)})
 	}
-	if e, ok := r.event(name, KindCheck); ok {
+	if e, ok := r.event(name, driver.KindCheck); ok {
 		return e.Value, true
 	}
 	if r.replaying() || withdrawn || checked || r.mode != modeDurable {
@@ -505,7 +506,7 @@ func (r *run) checkInput(name string) (json.RawMessage, bool) {
 	if !ok {
 		return nil, false
 	}
-	r.appendEntry(Entry{Name: name, Kind: KindCheck, Value: v})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindCheck, Value: v})
 	return v, true
 }
 
@@ -522,12 +523,12 @@ func (r *run) withdraw(name string) {
 		return
 	}
 	if r.replaying() {
-		if _, ok := r.event(name, KindWithdraw); !ok {
-			r.mismatch(&r.journal[r.cursor], name, KindWithdraw)
+		if _, ok := r.event(name, driver.KindWithdraw); !ok {
+			r.mismatch(&r.journal[r.cursor], name, driver.KindWithdraw)
 		}
 		return
 	}
-	r.appendEntry(Entry{Name: name, Kind: KindWithdraw})
+	r.appendEntry(driver.Entry{Name: name, Kind: driver.KindWithdraw})
 }
 
 // needTask is what an inline run does when it cannot go on within its
@@ -575,7 +576,7 @@ func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions
 	}
 	defer r.leave()
 	now := r.now()
-	if e, ok := r.next(name, KindInput); ok {
+	if e, ok := r.next(name, driver.KindInput); ok {
 		got, done := r.collect(e)
 		if done {
 			return got, nil
@@ -607,7 +608,7 @@ func (r *run) input(name string, reqs map[string]json.RawMessage, o inputOptions
 	if err != nil {
 		return nil, fmt.Errorf("encoding input requests of %q: %w", name, err)
 	}
-	e := Entry{Name: name, Kind: KindInput, Keys: keys, Any: o.any, Value: raw}
+	e := driver.Entry{Name: name, Kind: driver.KindInput, Keys: keys, Any: o.any, Value: raw}
 	if o.deadline > 0 {
 		e.Until = now.Add(o.deadline)
 	}
@@ -628,7 +629,7 @@ func (r *run) parkFor(reqs map[string]json.RawMessage, any bool, deadline time.T
 
 // collect gathers the responses for e's keys and reports whether e's wait
 // is over.
-func (r *run) collect(e *Entry) (map[string]json.RawMessage, bool) {
+func (r *run) collect(e *driver.Entry) (map[string]json.RawMessage, bool) {
 	got := make(map[string]json.RawMessage)
 	for _, k := range e.Keys {
 		if v, ok := r.responses[k]; ok {
@@ -646,7 +647,7 @@ type outcome struct {
 	result  *mcp.CallToolResult // returned normally
 	err     error               // returned error
 	susp    *suspend            // unwound
-	failure *ErrorObject        // nondeterminism or panic
+	failure *driver.ErrorObject // nondeterminism or panic
 }
 
 // execute runs h under r and classifies how it ended. When r.tramps has a
@@ -683,18 +684,18 @@ func executeHere(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, er
 		case suspend:
 			out = outcome{susp: &v}
 		case nondeterminism:
-			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
+			out = outcome{failure: &driver.ErrorObject{Code: CodeInternalError, Message: v.msg}}
 		case misuse:
-			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: v.msg}}
+			out = outcome{failure: &driver.ErrorObject{Code: CodeInternalError, Message: v.msg}}
 		default:
-			out = outcome{failure: &ErrorObject{Code: CodeInternalError,
+			out = outcome{failure: &driver.ErrorObject{Code: CodeInternalError,
 				Message: "internal error: the tool handler panicked (" + r.recovered("tool handler panicked", v) + ")"}}
 		}
 		// A Step method called off the handler's goroutine broke the run:
 		// it fails, however the handler ended (unless the claim was lost,
 		// when nothing may be written).
 		if msg := r.failure(); msg != "" && (out.susp == nil || out.susp.kind != suspendStop) {
-			out = outcome{failure: &ErrorObject{Code: CodeInternalError, Message: msg}}
+			out = outcome{failure: &driver.ErrorObject{Code: CodeInternalError, Message: msg}}
 		}
 	}()
 	r.open()
@@ -705,16 +706,16 @@ func executeHere(r *run, h func(context.Context, *Step) (*mcp.CallToolResult, er
 
 // toolError converts a handler's Go error into the JSON-RPC error object of
 // a failed task.
-func toolError(err error) *ErrorObject {
+func toolError(err error) *driver.ErrorObject {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		e := &ErrorObject{Code: we.Code, Message: we.Message}
+		e := &driver.ErrorObject{Code: we.Code, Message: we.Message}
 		if json.Valid(we.Data) {
 			e.Data = we.Data // invalid data would make the task's record unwritable
 		}
 		return e
 	}
-	return &ErrorObject{Code: CodeInternalError, Message: err.Error()}
+	return &driver.ErrorObject{Code: CodeInternalError, Message: err.Error()}
 }
 
 // encodeResult renders a final CallToolResult as stored and served inline

@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/metric"
@@ -21,8 +21,8 @@ import (
 
 // Limits and defaults.
 const (
-	// MaxTTL caps a task's TTL.
-	MaxTTL = 7 * 24 * time.Hour
+	// MaxTTL caps a task's TTL ([driver.MaxTTL]).
+	MaxTTL = driver.MaxTTL
 	// DefaultLease is Options.Lease's default: a worker that dies mid-step
 	// is replaced 7 to 10 seconds later (the lease is renewed every 3.3 s).
 	DefaultLease = 10 * time.Second
@@ -34,8 +34,14 @@ const (
 	DefaultMaxRequests            = 256
 	DefaultMaxStreams             = 1024
 	DefaultMaxStreamsPerPrincipal = 32
-	// ListPageSize is how many tasks one tasks/list page holds at most.
-	ListPageSize = 50
+	// DefaultConcurrency is how many branches of a parallel step run at
+	// once unless [Concurrency] says otherwise.
+	DefaultConcurrency = 16
+	// MaxBranches bounds the branches of one parallel step ([All]).
+	MaxBranches = driver.MaxBranches
+	// WebhookTolerance bounds how far from now the webhook-timestamp of a
+	// signed callback request may lie (see [WebhookSecret]).
+	WebhookTolerance = 5 * time.Minute
 )
 
 // Support says whether a tool may, or must, run as a task.
@@ -72,7 +78,7 @@ type Options struct {
 	SafetyMargin time.Duration
 	// Lease is how long a worker's claim on a task lasts unless renewed
 	// (default DefaultLease). With a store that renews leases
-	// (LeaseRenewer) the worker renews it every third of Lease while a step
+	// ([driver.LeaseRenewer]) the worker renews it every third of Lease while a step
 	// runs (with the step's CancelPoll) and before each new step, so that a
 	// worker that dies loses the task, and the task is delivered again,
 	// within Lease; a step that ends before the first renewal costs nothing
@@ -127,7 +133,7 @@ type Options struct {
 	// expired) tasks one principal may have; 0 means no limit. A
 	// task-creating tools/call over the limit answers CodeTooManyTasks and
 	// creates nothing. The Store enforces it atomically (see
-	// NewTask.MaxLive). Under Anonymous every caller shares one principal,
+	// [driver.NewTask].MaxLive). Under Anonymous every caller shares one principal,
 	// so the limit then applies to the whole server.
 	MaxLiveTasks int
 	// StoreTimeout bounds the store work of one request (tasks/get,
@@ -228,8 +234,8 @@ func (o *Options) fill() {
 // server, the registry of task tools, and the store and queue they use.
 type Server struct {
 	mcp   *mcp.Server
-	store Store
-	queue Queue
+	store driver.Store
+	queue driver.Queue
 	// dispatch: the store enqueues in its own transitions (Dispatcher).
 	dispatch bool
 	// storeDirect, queueDirect: the store, the queue honour their
@@ -261,7 +267,7 @@ type Server struct {
 // (nil for defaults), with the tasks extension advertised and its methods
 // installed. Register tools with [AddTool] (task tools) or directly on
 // [Server.MCP] (ordinary tools) before serving.
-func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Queue, opts *Options) *Server {
+func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store driver.Store, q driver.Queue, opts *Options) *Server {
 	var so mcp.ServerOptions
 	if mcpOpts != nil {
 		so = *mcpOpts
@@ -274,7 +280,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 	caps.AddExtension(ExtensionID, nil)
 	so.Capabilities = caps
 	s := &Server{mcp: mcp.NewServer(impl, &so), store: store, queue: q, tools: make(map[string]*tool), impl: impl, tramps: newTrampolines()}
-	if d, ok := store.(Dispatcher); ok && d.Dispatches() {
+	if d, ok := store.(driver.Dispatcher); ok && d.Dispatches() {
 		s.dispatch = true
 	}
 	s.storeDirect, s.queueDirect = honoursDeadline(store), honoursDeadline(q)
@@ -303,7 +309,7 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store Store, q Qu
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Store returns the task store.
-func (s *Server) Store() Store { return s.store }
+func (s *Server) Store() driver.Store { return s.store }
 
 // Options returns the effective options.
 func (s *Server) Options() Options { return s.opts }
@@ -315,13 +321,6 @@ func (s *Server) now() time.Time { return s.opts.Now() }
 // middleware was bypassed.
 func unreachable[P any](context.Context, *mcp.ServerSession, P) (*ack, error) {
 	return nil, &jsonrpc.Error{Code: CodeInternalError, Message: "tasks method dispatched without the tasks middleware"}
-}
-
-// NewID returns a fresh task id: 128 bits from crypto/rand, base64url.
-func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Handler is a task tool's body: straight-line Go over durable steps.
@@ -514,10 +513,14 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !declaresTasks(ctr.ClientCapabilities()) {
 				return s.callWithout(ctx, ctr, t)
 			}
+			owner := s.principal(ctx, ctr.GetExtra())
 			if !t.inputFirst {
-				return s.createFor(ctx, s.principal(ctx, ctr.GetExtra()), t.name, ctr.Params.Arguments)
+				return s.createFor(ctx, owner, t.name, ctr.Params.Arguments)
 			}
-			res, err := s.createTask(ctx, ctr, t)
+			res, err := s.create(ctx, creation{tool: t, owner: owner, args: ctr.Params.Arguments,
+				preflight: func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error) {
+					return s.preflight(ctx, ctr, t, owner, args)
+				}})
 			return middlewareCallResult(res), err
 		case methodGet, methodCancel:
 			r, ok := req.(*mcp.ServerRequest[*getParams])
@@ -616,86 +619,77 @@ func toolErrorResult(err error) *mcp.CallToolResult {
 	return &r
 }
 
-// createTask answers a tools/call from a client that declared the
-// extension: it validates the arguments, runs any GatherInputFirst rounds,
-// persists the task, enqueues it and returns the handle.
-func (s *Server) createTask(ctx context.Context, req *mcp.CallToolRequest, t *tool) (mcp.Result, error) {
-	owner := s.principal(ctx, req.GetExtra())
-	return s.create(ctx, t, owner, req.Params.Arguments, func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
-		return s.preflight(ctx, req, t, owner, args)
-	})
+// creation is what varies between the calls that create a task.
+type creation struct {
+	tool  *tool
+	owner string
+	// args are the arguments as the client sent them: create validates
+	// them (and applies the schema's defaults).
+	args json.RawMessage
+	// ttl is the task's lifetime; zero means Options.TTL.
+	ttl time.Duration
+	// journal and responses seed the task with steps the request took
+	// already (a call that continues as a job, an inline call that goes on
+	// as a task for its input rounds).
+	journal   []driver.Entry
+	responses map[string]json.RawMessage
+	// preflight, for a GatherInputFirst tool, runs its input rounds on the
+	// validated arguments before the task exists: it returns the answer to
+	// give instead of a task (an input round, the result of a run that
+	// finished, an error), or else the journal and responses the task
+	// starts with.
+	preflight func(args json.RawMessage) (mcp.Result, []driver.Entry, map[string]json.RawMessage, error)
 }
 
-// create validates raw arguments, gathers input first when the tool asks
-// for it (through preflight), persists the task (durably: tasks/get finds
-// it from here on), enqueues it and returns the handle.
-func (s *Server) create(ctx context.Context, t *tool, owner string, raw json.RawMessage,
-	preflight func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (mcp.Result, error) {
-	return s.createSeeded(ctx, t, owner, raw, s.opts.TTL, func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
-		if !t.inputFirst {
-			return nil, nil, nil, nil
-		}
-		return preflight(args)
-	})
-}
-
-// createWith validates raw arguments and persists a task of t for owner
-// with lifetime ttl, seeded with journal and responses (steps already
-// taken in the request), without input rounds before it.
-func (s *Server) createWith(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
-	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
-	return s.createSeeded(ctx, t, owner, raw, ttl, func(json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error) {
-		return nil, journal, responses, nil
-	})
-}
-
-// createSeeded validates raw arguments, requires a principal, asks seed
-// for the journal and responses the task starts with (or for an answer
-// instead of a task) and persists it with lifetime ttl.
-func (s *Server) createSeeded(ctx context.Context, t *tool, owner string, raw json.RawMessage, ttl time.Duration,
-	seed func(args json.RawMessage) (mcp.Result, []Entry, map[string]json.RawMessage, error)) (_ mcp.Result, err error) {
-	ctx, span := s.requestSpan(ctx, "tools/call", t.name, "")
+// create answers a call that creates a task: it validates the arguments
+// (a failure is a tool error, returned as the result), requires a
+// principal, runs c.preflight, persists the task (durably: tasks/get finds
+// it from here on), enqueues it unless the store dispatched it, and
+// returns the handle.
+func (s *Server) create(ctx context.Context, c creation) (_ mcp.Result, err error) {
+	ctx, span := s.requestSpan(ctx, "tools/call", c.tool.name, "")
 	defer func() { endSpan(span, err) }()
-	args, bad := t.validateArgs(raw)
+	args, bad := c.tool.validateArgs(c.args)
 	if bad != nil {
 		return bad, nil
 	}
-	if owner == "" {
+	if c.owner == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "tasks require an authenticated principal"}
 	}
-	res, journal, responses, err := seed(args)
-	if res != nil || err != nil {
-		return res, err
+	journal, responses := c.journal, c.responses
+	if c.preflight != nil {
+		var res mcp.Result
+		res, journal, responses, err = c.preflight(args)
+		if res != nil || err != nil {
+			return res, err
+		}
 	}
-	return s.persist(ctx, t, owner, args, ttl, journal, responses)
-}
-
-// persist creates the task durably (tasks/get finds it from here on),
-// enqueues it and returns the handle.
-func (s *Server) persist(ctx context.Context, t *tool, owner string, args json.RawMessage, ttl time.Duration,
-	journal []Entry, responses map[string]json.RawMessage) (mcp.Result, error) {
-	nt := &NewTask{ID: NewID(), Owner: owner, Tool: t.name, Args: args,
+	ttl := c.ttl
+	if ttl == 0 {
+		ttl = s.opts.TTL
+	}
+	nt := &driver.NewTask{ID: driver.NewID(), Owner: c.owner, Tool: c.tool.name, Args: args,
 		TTL: ttl, PollInterval: s.opts.PollInterval, MaxLive: s.opts.MaxLiveTasks,
 		Journal: journal, Responses: responses, Listed: s.listEnabled()}
 	nt.Now = s.now()
-	if s.tel.tracer != nil { // ctx holds the tools/call span (create, createWith)
+	if s.tel.tracer != nil { // ctx holds the tools/call span
 		nt.TraceParent = traceParent(ctx)
 		trace.SpanFromContext(ctx).SetAttributes(AttrTaskID.String(nt.ID))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
-	task, err := await(ctx, s.storeDirect, func(ctx context.Context) (*Task, error) { return s.store.Create(ctx, nt) })
-	if errors.Is(err, ErrTooManyTasks) {
+	task, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.Task, error) { return s.store.Create(ctx, nt) })
+	if errors.Is(err, driver.ErrTooManyTasks) {
 		return nil, tooManyTasks(nt.MaxLive)
 	}
 	if err != nil {
-		s.log.Error("creating a task failed", "tool", t.name, "err", err)
+		s.log.Error("creating a task failed", "tool", c.tool.name, "err", err)
 		s.storeFailed(ctx, "create")
 		return nil, storeUnavailable()
 	}
-	s.audit(ctx, AuditCreated, owner, task.ID, slog.String("tool", t.name))
+	s.audit(ctx, AuditCreated, c.owner, task.ID, slog.String("tool", c.tool.name))
 	if s.tel.created != nil {
-		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(t.name)))
+		s.tel.created.Add(ctx, 1, metric.WithAttributes(AttrTool.String(c.tool.name)))
 	}
 	if s.dispatch {
 		return newCreateTaskResult(task), nil // enqueued by the create itself

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // SweepResult counts what one Sweep did.
@@ -49,7 +51,7 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 		}
 		res.Examined++
 		t, err := s.store.Peek(ctx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			res.Forgotten++
 			if _, err := s.store.Reschedule(ctx, id, d.At, time.Time{}); err != nil {
 				return res, err
@@ -66,7 +68,7 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 		case t.LeaseUntil.After(now):
 			next = t.LeaseUntil
 			res.Rescheduled++
-		case t.Status == StatusInputRequired && (t.WakeAt.IsZero() || t.WakeAt.After(now)):
+		case t.Status == driver.StatusInputRequired && (t.WakeAt.IsZero() || t.WakeAt.After(now)):
 			next = t.ExpiresAt()
 			if !t.WakeAt.IsZero() {
 				next = t.WakeAt

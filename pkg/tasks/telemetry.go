@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -128,7 +129,7 @@ func (s *Server) storeFailed(ctx context.Context, op string) {
 }
 
 // countEnded counts a task that reached status (metrics on).
-func (s *Server) countEnded(ctx context.Context, tool string, status Status) {
+func (s *Server) countEnded(ctx context.Context, tool string, status driver.Status) {
 	if s.tel.ended == nil {
 		return
 	}
@@ -163,7 +164,7 @@ func spanContextOf(tp string) trace.SpanContext {
 // with a link to the context the queue message carried (the enqueuer)
 // when that is another span. Without a stored context the span is a
 // child of ctx's.
-func (s *Server) advanceSpan(ctx context.Context, id string, c *Claim, start time.Time, claimErr error) (context.Context, trace.Span) {
+func (s *Server) advanceSpan(ctx context.Context, id string, c *driver.Claim, start time.Time, claimErr error) (context.Context, trace.Span) {
 	if s.tel.tracer == nil {
 		return ctx, nil
 	}
@@ -248,7 +249,7 @@ func (r *run) endStep(span trace.Span, outcome string, took time.Duration, attem
 
 // recordLag records the queue lag of a claim made at now: from when the
 // task was last made ready (its last write, or its wake time) to now.
-func (s *Server) recordLag(ctx context.Context, c *Claim, now time.Time) {
+func (s *Server) recordLag(ctx context.Context, c *driver.Claim, now time.Time) {
 	if s.tel.queueLag == nil || c == nil || c.Task == nil || c.Gen == 0 {
 		return
 	}

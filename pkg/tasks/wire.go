@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -28,6 +29,12 @@ const (
 	// wait for it, so a client may leave it unanswered and keep polling (the
 	// tasks extension itself has no such notion).
 	MetaStanding = "dev.mcptasks/standing"
+	// CallbackPath is the path under which the MCP function serves callback
+	// URLs (see [Callback]): Options.PublicURL + CallbackPath + taskId + "/" +
+	// token. Every platform routes it to the MCP function: the local server
+	// and a Lambda Function URL serve every path, Vercel needs the rewrite of
+	// /callbacks/:path* to /api/mcp in vercel.json.
+	CallbackPath = "/callbacks/"
 	// Error codes used by the extension.
 	CodeHeaderMismatch      = mcp.CodeHeaderMismatch                    // -32020
 	CodeMissingCapabilities = mcp.CodeMissingRequiredClientCapabilities // -32021
@@ -110,17 +117,17 @@ func wireTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0
 // wireTaskFields is the Task object of SEP-2663, shared by CreateTaskResult and
 // detailedTask.
 type wireTaskFields struct {
-	TaskID        string `json:"taskId"`
-	Status        Status `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TaskID        string        `json:"taskId"`
+	Status        driver.Status `json:"status"`
+	StatusMessage string        `json:"statusMessage,omitempty"`
+	CreatedAt     string        `json:"createdAt"`
+	LastUpdatedAt string        `json:"lastUpdatedAt"`
 	// TTLMs is the integer lifetime from creation in ms; nil encodes null.
 	TTLMs          *int64 `json:"ttlMs"`
 	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
 }
 
-func taskFields(t *Task) wireTaskFields {
+func taskFields(t *driver.Task) wireTaskFields {
 	ttl := t.TTL.Milliseconds()
 	return wireTaskFields{
 		TaskID:         t.ID,
@@ -143,7 +150,7 @@ type createTaskResult struct {
 }
 
 // newCreateTaskResult returns the handle for t.
-func newCreateTaskResult(t *Task) *createTaskResult {
+func newCreateTaskResult(t *driver.Task) *createTaskResult {
 	return &createTaskResult{ResultType: "task", wireTaskFields: taskFields(t)}
 }
 
@@ -155,19 +162,19 @@ type detailedTask struct {
 	ResultType string `json:"resultType"`
 	wireTaskFields
 	Result        json.RawMessage            `json:"result,omitempty"`
-	Error         *ErrorObject               `json:"error,omitempty"`
+	Error         *driver.ErrorObject        `json:"error,omitempty"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
 }
 
 // newDetailedTask returns the tasks/get view of t.
-func newDetailedTask(t *Task) *detailedTask {
+func newDetailedTask(t *driver.Task) *detailedTask {
 	d := &detailedTask{ResultType: "complete", wireTaskFields: taskFields(t)}
 	switch t.Status {
-	case StatusCompleted:
+	case driver.StatusCompleted:
 		d.Result = t.Result
-	case StatusFailed:
+	case driver.StatusFailed:
 		d.Error = t.Error
-	case StatusInputRequired:
+	case driver.StatusInputRequired:
 		d.InputRequests = t.InputRequests
 		if d.InputRequests == nil {
 			d.InputRequests = map[string]json.RawMessage{}

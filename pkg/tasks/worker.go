@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"go.opentelemetry.io/otel/trace"
 
 	"encoding/json"
@@ -19,7 +20,7 @@ var errTaskCancelled = errors.New("task cancelled")
 // AdvanceResult says what one Advance did.
 type AdvanceResult struct {
 	// Status is the task's status afterwards ("" if it is gone).
-	Status Status
+	Status driver.Status
 	// Steps is how many new steps ran.
 	Steps int
 	// Skipped is true when nothing was to be done (gone, terminal, leased,
@@ -29,7 +30,7 @@ type AdvanceResult struct {
 	Reason string
 	// Settled reports that the store already enqueued the task's next turn
 	// or dropped its message in the write that ended this invocation (see
-	// Dispatcher): a queue whose messages the store writes needs no
+	// [driver.Dispatcher]): a queue whose messages the store writes needs no
 	// acknowledgement of this delivery.
 	Settled bool
 }
@@ -41,14 +42,14 @@ type worker struct {
 	// renewer renews the lease of the run's claim (nil: its lease lasts
 	// the invocation, or it was lost), and renewed is when the claim was
 	// taken or last renewed (see keepLease).
-	renewer LeaseRenewer
+	renewer driver.LeaseRenewer
 	renewed time.Time
 	// qid is the id the queue carries for this invocation: the task's, or
 	// a branch's (see All).
 	qid string
 	// cancelled, when set, asks whether the branch this worker runs must
 	// stop (see advanceBranch); nil: the store's CancelRequested.
-	cancelled func(ctx context.Context, c *Claim) (bool, error)
+	cancelled func(ctx context.Context, c *driver.Claim) (bool, error)
 }
 
 // Advance runs the task id forward by at most Options.StepsPerInvocation new
@@ -59,7 +60,7 @@ type worker struct {
 // be redelivered (the store was unreachable); every outcome of the task
 // itself, including its failure, is a nil error.
 func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err error) {
-	if !ValidID(id) {
+	if !driver.ValidID(id) {
 		if ref, ok := parseBranchID(id); ok {
 			return s.advanceBranch(ctx, id, ref)
 		}
@@ -86,10 +87,10 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 	}
 	s.recordLag(ctx, c, now)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		return AdvanceResult{Skipped: true, Reason: "task not found"}, nil
-	case errors.Is(err, ErrLeased):
-		res := AdvanceResult{Status: StatusWorking, Skipped: true, Reason: "leased by another worker"}
+	case errors.Is(err, driver.ErrLeased):
+		res := AdvanceResult{Status: driver.StatusWorking, Skipped: true, Reason: "leased by another worker"}
 		if !s.dispatch {
 			return res, w.leased(ctx, id, now)
 		}
@@ -106,7 +107,7 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		switch {
 		case c.Task.Status.Terminal():
 			res.Reason = "task is " + string(c.Task.Status)
-		case c.Task.Status == StatusInputRequired:
+		case c.Task.Status == driver.StatusInputRequired:
 			res.Reason = "waiting for input"
 			if !c.Task.WakeAt.IsZero() {
 				// A deadline, or a sleep with offers, past the queue's
@@ -138,11 +139,11 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 		// is set when the run starts a step, see doDurable).
 		lost := max(c.Attempts-1, 0)
 		w.log.Warn("task delivered again: the worker that held it was lost", "task", id, "lease_ended", c.Lost, "lost_attempt", lost)
-		r.pending = append(r.pending, Entry{Kind: KindLost, At: c.Lost, Until: now, Attempt: lost})
+		r.pending = append(r.pending, driver.Entry{Kind: driver.KindLost, At: c.Lost, Until: now, Attempt: lost})
 	}
 	var out outcome
 	if t == nil {
-		out.failure = &ErrorObject{Code: CodeInternalError,
+		out.failure = &driver.ErrorObject{Code: CodeInternalError,
 			Message: fmt.Sprintf("tool %q is not registered in this worker", c.Task.Tool)}
 	} else {
 		r.stepDefaults = t.stepDefaults
@@ -155,9 +156,9 @@ func (s *Server) Advance(ctx context.Context, id string) (res AdvanceResult, err
 
 // lease returns how long a claim lasts, and the store's LeaseRenewer when
 // the worker renews it (nil: the claim lasts the whole invocation).
-func (s *Server) lease() (time.Duration, LeaseRenewer) {
+func (s *Server) lease() (time.Duration, driver.LeaseRenewer) {
 	whole := s.opts.MaxDuration + s.opts.SafetyMargin
-	if r, ok := s.store.(LeaseRenewer); ok && s.opts.Lease < whole {
+	if r, ok := s.store.(driver.LeaseRenewer); ok && s.opts.Lease < whole {
 		return s.opts.Lease, r
 	}
 	return whole, nil
@@ -180,7 +181,7 @@ func (s *Server) renewEvery() time.Duration { return s.opts.Lease / 3 }
 func (w *worker) leased(ctx context.Context, id string, now time.Time) error {
 	t, err := w.s.store.Peek(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			return nil
 		}
 		w.s.storeFailed(ctx, "peek")
@@ -217,7 +218,7 @@ func (w *worker) keepLease(r *run) {
 	now, started := s.now(), time.Now()
 	err := w.renewer.RenewLease(ctx, r.claim, now, s.opts.Lease)
 	switch {
-	case errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound):
+	case errors.Is(err, driver.ErrFenced) || errors.Is(err, driver.ErrNotFound):
 		w.renewer = nil // nothing left to renew: another worker claimed the task, or it ended
 		return
 	case err != nil:
@@ -251,7 +252,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		res.Settled = w.s.dispatch
 		return res, nil
 	}
-	ch := &Change{Now: w.s.now(), Append: r.pending, Open: r.opens}
+	ch := &driver.Change{Now: w.s.now(), Append: r.pending, Open: r.opens}
 	if r.statusDirty {
 		ch.StatusMessage = &r.statusMsg
 	}
@@ -290,7 +291,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		case suspendCancelled:
 			ch.Cancel = true
 		default:
-			ch.Fail = &ErrorObject{Code: CodeInternalError, Message: "internal error: unexpected suspension in a worker"}
+			ch.Fail = &driver.ErrorObject{Code: CodeInternalError, Message: "internal error: unexpected suspension in a worker"}
 		}
 	case out.failure != nil:
 		ch.Fail = out.failure
@@ -300,9 +301,9 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		b, err := encodeResult(out.result)
 		switch {
 		case err != nil:
-			ch.Fail = &ErrorObject{Code: CodeInternalError, Message: err.Error()}
+			ch.Fail = &driver.ErrorObject{Code: CodeInternalError, Message: err.Error()}
 		case w.s.opts.MaxResultBytes > 0 && len(b) > w.s.opts.MaxResultBytes:
-			ch.Fail = &ErrorObject{Code: CodeInternalError,
+			ch.Fail = &driver.ErrorObject{Code: CodeInternalError,
 				Message: fmt.Sprintf("tool result of %d bytes exceeds the %d byte limit", len(b), w.s.opts.MaxResultBytes)}
 		default:
 			ch.Complete = b
@@ -317,7 +318,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 		ch.StatusMessage = nil // a finished task keeps no stale running message
 	}
 	if err := w.s.store.Commit(ctx, c, ch); err != nil {
-		if errors.Is(err, ErrFenced) || errors.Is(err, ErrNotFound) {
+		if errors.Is(err, driver.ErrFenced) || errors.Is(err, driver.ErrNotFound) {
 			w.log.Warn("task write rejected: another worker claimed it or it ended", "task", c.Task.ID)
 			res.Skipped, res.Reason = true, "claim lost"
 			return res, nil
@@ -340,7 +341,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 	switch {
 	case res.Status.Terminal():
 		w.auditTerminal(ctx, c)
-	case res.Status == StatusInputRequired && (ch.Park != nil || ch.Sleep):
+	case res.Status == driver.StatusInputRequired && (ch.Park != nil || ch.Sleep):
 		keys := make(map[string]struct{}, len(ch.Park)+len(out.susp.offers))
 		for k := range ch.Park {
 			keys[k] = struct{}{}
@@ -361,7 +362,7 @@ func (w *worker) finish(ctx context.Context, r *run, out outcome) (AdvanceResult
 
 // auditTerminal logs the audit record of a transition to a terminal
 // status that c's holder just made.
-func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
+func (w *worker) auditTerminal(ctx context.Context, c *driver.Claim) {
 	w.s.audit(ctx, AuditTerminal, c.Task.Owner, c.Task.ID,
 		slog.String("status", string(c.Task.Status)), slog.String("tool", c.Task.Tool))
 	w.s.countEnded(ctx, c.Task.Tool, c.Task.Status)
@@ -369,7 +370,7 @@ func (w *worker) auditTerminal(ctx context.Context, c *Claim) {
 
 // commitKeep writes the run's pending journal and status under the claim,
 // keeping the lease. A lost claim or a task that ended unwinds the run.
-func (w *worker) commitKeep(r *run, ch *Change) {
+func (w *worker) commitKeep(r *run, ch *driver.Change) {
 	ch.Now = w.s.now()
 	ch.Append, ch.Open = r.pending, r.opens
 	if r.statusDirty {
@@ -391,7 +392,7 @@ func (w *worker) commitKeep(r *run, ch *Change) {
 // write found cancellation requested and cancelled the task.
 func (w *worker) flushStatus(r *run) (stop bool) {
 	msg := r.statusMsg
-	if err := w.s.store.Commit(r.ctx, r.claim, &Change{Now: w.s.now(), StatusMessage: &msg}); err != nil {
+	if err := w.s.store.Commit(r.ctx, r.claim, &driver.Change{Now: w.s.now(), StatusMessage: &msg}); err != nil {
 		w.log.Warn("task write failed while a step ran; stopping it", "task", r.taskID, "err", err)
 		return true
 	}
@@ -411,16 +412,16 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	r.newSteps++
 	w.keepLease(r)
 	for i := range r.pending {
-		if e := &r.pending[i]; e.Kind == KindLost && e.Name == "" {
+		if e := &r.pending[i]; e.Kind == driver.KindLost && e.Name == "" {
 			e.Name = name // the step the lost worker ran (see Advance)
 		}
 	}
 	switch {
 	case r.charged:
 		one := 1
-		w.commitKeep(r, &Change{SetAttempts: &one})
+		w.commitKeep(r, &driver.Change{SetAttempts: &one})
 	case len(r.pending) > 0 || len(r.opens) > 0:
-		w.commitKeep(r, &Change{})
+		w.commitKeep(r, &driver.Change{})
 	}
 	// A status message set before the step (with nothing else to write)
 	// waits: the commit after the step carries it, or, if the step is
@@ -430,7 +431,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	att := r.claim.Attempts
 	if att > o.attempts {
 		msg := fmt.Sprintf("gave up after %d attempts: the worker died or ran out of time on each", att-1)
-		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: msg})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindDo, Err: msg})
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: msg}
 	}
@@ -446,14 +447,14 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	}
 	if err == nil {
 		r.endStep(span, "ok", end.Sub(start), att, nil)
-		r.appendEntry(Entry{Name: name, Kind: KindDo, Value: v, At: end, Attempt: att, Took: end.Sub(start)})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindDo, Value: v, At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return v, nil
 	}
 	var perm *permanentError
 	if errors.As(err, &perm) || att >= o.attempts {
 		r.endStep(span, "error", end.Sub(start), att, err)
-		r.appendEntry(Entry{Name: name, Kind: KindDo, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start)})
+		r.appendEntry(driver.Entry{Name: name, Kind: driver.KindDo, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start)})
 		r.stepDone = true
 		return nil, &StepError{Step: name, Message: err.Error()}
 	}
@@ -461,7 +462,7 @@ func (w *worker) doDurable(r *run, name string, o doOptions, fn func(context.Con
 	w.log.Info("step attempt failed; will retry", "task", r.taskID, "step", name, "attempt", att, "err", err)
 	retry := end.Add(o.backoff(att)).Truncate(time.Millisecond) // as the store keeps it
 	// History only (replay skips it): written with the release below.
-	r.pending = append(r.pending, Entry{Name: name, Kind: KindAttempt, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start), Until: retry})
+	r.pending = append(r.pending, driver.Entry{Name: name, Kind: driver.KindAttempt, Err: err.Error(), At: end, Attempt: att, Took: end.Sub(start), Until: retry})
 	panic(suspend{kind: suspendWake, at: retry})
 }
 

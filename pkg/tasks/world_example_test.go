@@ -15,6 +15,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -34,7 +35,7 @@ func exampleServer() (srv *tasks.Server, url string, stop func()) {
 // createTask is what tools/call does for a client that declares the
 // extension.
 func createTask(srv *tasks.Server, tool, args string) string {
-	task, _ := srv.Store().Create(context.Background(), &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: tool,
+	task, _ := srv.Store().Create(context.Background(), &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: tool,
 		Args: []byte(args), TTL: srv.Options().TTL, PollInterval: srv.Options().PollInterval, Now: srv.Options().Now()})
 	return task.ID
 }
@@ -122,7 +123,7 @@ func ExampleAwaitSignal() {
 
 	fmt.Println("signal:", srv.Signal(ctx, id, "approved", Approval{By: "ada"}))
 	err := srv.Signal(ctx, id, "approved", Approval{By: "bob"})
-	fmt.Println("again refused:", errors.Is(err, tasks.ErrEventClosed))
+	fmt.Println("again refused:", errors.Is(err, driver.ErrEventClosed))
 	res, _ = srv.Advance(ctx, id)
 	fmt.Println("resumed:", res.Status)
 	fmt.Println(resultOf(srv, id))
@@ -157,7 +158,7 @@ func ExampleAll() {
 	res, _ := srv.Advance(ctx, id)
 	fmt.Println("forked:", res.Status)
 	for i := range 3 {
-		res, _ = srv.Advance(ctx, tasks.BranchID(id, 1, i))
+		res, _ = srv.Advance(ctx, driver.BranchID(id, 1, i))
 		fmt.Printf("branch %d: %d step(s)\n", i, res.Steps)
 	}
 	res, _ = srv.Advance(ctx, id)

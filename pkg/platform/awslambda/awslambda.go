@@ -38,6 +38,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // MCPHandler returns the Function URL handler serving b's MCP endpoint and
@@ -146,7 +147,7 @@ func serve[In, Out any](apps []*tasks.App, handler func(*bundle.Bundle) func(con
 // [sqsqueue.Sender]. nil builds a client from the AWS environment
 // ([sqsqueue.NewClient]) when the queue is first built.
 func WithSQS(c sqsqueue.Sender) bundle.Option {
-	return bundle.WithQueue(bundle.QueueSQS, func(ctx context.Context, cfg bundle.Config) (tasks.Queue, error) {
+	return bundle.WithQueue(bundle.QueueSQS, func(ctx context.Context, cfg bundle.Config) (driver.Queue, error) {
 		if c == nil {
 			sc, err := sqsqueue.NewClient(nil)
 			if err != nil {

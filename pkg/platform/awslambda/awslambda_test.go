@@ -27,6 +27,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/platform/awslambda"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // env is one test's deployment: a real redis-server, a local SQS endpoint,
@@ -294,7 +295,7 @@ func TestWorkerPartialBatchFailure(t *testing.T) {
 	e := setup(t, nil)
 	good := createTask(t, e, 3)
 	goodBody := sqsMessagesFor(e, good)[0].Body
-	poisoned := tasks.NewID() // a valid id whose key holds the wrong type
+	poisoned := driver.NewID() // a valid id whose key holds the wrong type
 	if err := e.redis.Do(t.Context(), e.redis.B().Set().Key("mcptasks:{"+poisoned+"}").Value("not a hash").Build()).Error(); err != nil {
 		t.Fatalf("poisoning: %v", err)
 	}

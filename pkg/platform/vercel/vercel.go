@@ -43,6 +43,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // MaxWorkerBody bounds the body of a worker delivery (a message is a task
@@ -103,7 +104,7 @@ func FromBundle(b *bundle.Bundle) *Functions {
 // WithQStash makes a bundle able to publish to Upstash QStash
 // (MCPTASKS_QUEUE=qstash), through hc (nil: a client with a 10 s timeout).
 func WithQStash(hc *http.Client) bundle.Option {
-	return bundle.WithQueue(bundle.QueueQStash, func(_ context.Context, cfg bundle.Config) (tasks.Queue, error) {
+	return bundle.WithQueue(bundle.QueueQStash, func(_ context.Context, cfg bundle.Config) (driver.Queue, error) {
 		qo := &qstash.Options{
 			BaseURL:    cfg.QStash.URL,
 			Retries:    cfg.QStash.Retries,

@@ -1,4 +1,4 @@
-// Package pgqueue is the [tasks.Queue] on PostgreSQL, for deployments
+// Package pgqueue is the [driver.Queue] on PostgreSQL, for deployments
 // whose task store is pkg/tasks/pgstore and that have no Redis: the
 // queue of local and self-hosted worker processes, which consume it with
 // [Queue.Consume]. It needs nothing but the pool the store already uses.
@@ -21,7 +21,7 @@
 // earliest message left falls due. A poll (Options.Poll) is the safety
 // net for a missed notification.
 //
-// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+// [driver.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks/driver#Queue
 package pgqueue
 
 import (
@@ -115,7 +115,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Queue {
 // Schema is the queue's schema.
 func (q *Queue) Schema() string { return q.schema }
 
-// Enqueue implements tasks.Queue.
+// Enqueue implements driver.Queue.
 func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
 	at := notBefore.UnixMilli()
 	if notBefore.IsZero() {
@@ -130,11 +130,11 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	return nil
 }
 
-// HonoursDeadline implements tasks.DeadlineHonourer: pgx interrupts a
+// HonoursDeadline implements driver.DeadlineHonourer: pgx interrupts a
 // statement's connection when its context ends.
 func (q *Queue) HonoursDeadline() bool { return true }
 
-// MaxDelay implements tasks.Queue: a table holds any delay.
+// MaxDelay implements driver.Queue: a table holds any delay.
 func (q *Queue) MaxDelay() time.Duration { return 0 }
 
 // Delivery is one received message.

@@ -15,6 +15,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/qstash"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -25,7 +26,7 @@ func TestParallelStep(t *testing.T) {
 	t.Parallel()
 	srv := fakeqstash.Start(t)
 	rc := testredis.Client(t, "redis-server")
-	store := redisstore.New(rc, &redisstore.Options{Prefix: "qs" + tasks.NewID() + ":"})
+	store := redisstore.New(rc, &redisstore.Options{Prefix: "qs" + driver.NewID() + ":"})
 	q, err := qstash.New(srv.Token, workerURL, &qstash.Options{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestParallelStep(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(sq)}}}, err
 	})
 	ctx := t.Context()
-	task, err := store.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "anonymous", Tool: "fan", Args: []byte(`{}`),
+	task, err := store.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "anonymous", Tool: "fan", Args: []byte(`{}`),
 		TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestParallelStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, ok := tasks.ParseBranchID(id); ok {
+		if _, _, _, ok := driver.ParseBranchID(id); ok {
 			branches++
 			d := p.Header.Get("Upstash-Deduplication-Id")
 			if !strings.HasPrefix(d, id+".") || dedup[d] {
@@ -80,7 +81,7 @@ func TestParallelStep(t *testing.T) {
 		}
 	}
 	got, err := store.Get(ctx, "anonymous", task.ID)
-	if err != nil || got.Status != tasks.StatusCompleted || !strings.Contains(string(got.Result), "[0 1 4 9 16 25]") {
+	if err != nil || got.Status != driver.StatusCompleted || !strings.Contains(string(got.Result), "[0 1 4 9 16 25]") {
 		t.Fatalf("task: %+v, %v", got, err)
 	}
 	for i := range 6 {

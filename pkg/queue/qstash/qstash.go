@@ -1,9 +1,9 @@
-// Package qstash is the [tasks.Queue] on Upstash QStash, which pushes each
+// Package qstash is the [driver.Queue] on Upstash QStash, which pushes each
 // message over HTTPS to the Vercel worker function, and the [Verifier] of
 // the Upstash-Signature those deliveries carry. Only the Vercel entry points
 // import it.
 //
-// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+// [driver.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks/driver#Queue
 package qstash
 
 import (
@@ -59,9 +59,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Queue is a [tasks.Queue] on Upstash QStash, which pushes each message to the
+// Queue is a [driver.Queue] on Upstash QStash, which pushes each message to the
 // worker function over HTTPS, signed (see [Verifier]), and retries
-// it until the worker answers 2xx. It has no Defer method (see tasks.Queue; a published
+// it until the worker answers 2xx. It has no Defer method (see driver.Queue; a published
 // message cannot be moved): a worker that renews its lease publishes a
 // delayed message due at each renewed lease's end (each has a
 // deduplication id of its own), and if it dies the last one hands the task
@@ -106,7 +106,7 @@ func New(token, destination string, opts *Options) (*Queue, error) {
 	return &Queue{token: token, destination: destination, o: o}, nil
 }
 
-// Enqueue implements tasks.Queue: one publish to the destination, with
+// Enqueue implements driver.Queue: one publish to the destination, with
 // Upstash-Not-Before set to notBefore rounded up to whole seconds when it
 // is in the future, and Upstash-Deduplication-Id set to the task id and the
 // due time in milliseconds (QStash keeps deduplication ids for 90 days, so
@@ -194,7 +194,7 @@ func (q *Queue) publish(ctx context.Context, endpoint string, hdr http.Header, b
 		fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
 }
 
-// MaxDelay implements tasks.Queue.
+// MaxDelay implements driver.Queue.
 func (q *Queue) MaxDelay() time.Duration { return q.o.MaxDelay }
 
 // Verifier checks the Upstash-Signature header of a QStash delivery:

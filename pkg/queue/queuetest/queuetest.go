@@ -1,4 +1,4 @@
-// Package queuetest is the behavioural contract of a [tasks.Queue] adapter,
+// Package queuetest is the behavioural contract of a [driver.Queue] adapter,
 // written once and run against every adapter.
 //
 // An adapter's test supplies a [Harness]: the queue under test plus the
@@ -10,7 +10,7 @@
 // test calls [Delivery.Ack] (success), [Delivery.Retry] (failure) or nothing
 // at all (the consumer crashed).
 //
-// The contract only asserts what the [tasks.Queue] documentation and the
+// The contract only asserts what the [driver.Queue] documentation and the
 // design promise: at-least-once delivery, no delivery before the requested
 // time, one message per waiting id at the earlier time asked for (see
 // [Duplicating] for queues that keep duplicates), no message lost by the
@@ -26,14 +26,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Harness is one queue under test, empty and private to the test that
 // asked for it, together with its consumer side.
 type Harness interface {
 	// Queue is the adapter under test.
-	Queue() tasks.Queue
+	Queue() driver.Queue
 	// Next blocks until the queue delivers a message, and returns it; it
 	// fails only when ctx ends or the adapter reports an error. The contract
 	// calls Next from one goroutine at a time.
@@ -63,7 +63,7 @@ type Delivery interface {
 // Duplicating may be implemented by a [Harness] whose queue keeps every
 // enqueue as a message of its own instead of one message per waiting id
 // (an Amazon SQS standard queue; QStash with deduplication ids qualified
-// by the due time). That departs from the [tasks.Queue] documentation, but
+// by the due time). That departs from the [driver.Queue] documentation, but
 // harmlessly for the worker, which re-reads the task at every delivery.
 // When AllowsDuplicates reports true, the deduplication cases still require
 // delivery at the earliest time asked for, but accept the extra deliveries.
@@ -380,7 +380,7 @@ func testManyIDs(t *testing.T, h Harness) {
 // long as Receive says between tries.
 type Pull[D any] struct {
 	// Q is the queue under test, and Visibility its visibility timeout.
-	Q          tasks.Queue
+	Q          driver.Queue
 	Visibility time.Duration
 	// Receive returns the next due message, or ok false and how long
 	// until one may be.
@@ -392,7 +392,7 @@ type Pull[D any] struct {
 }
 
 // Queue implements Harness.
-func (p Pull[D]) Queue() tasks.Queue { return p.Q }
+func (p Pull[D]) Queue() driver.Queue { return p.Q }
 
 // Redelivery implements Harness.
 func (p Pull[D]) Redelivery() time.Duration { return p.Visibility }

@@ -1,9 +1,9 @@
-// Package redisqueue is the [tasks.Queue] on Redis: the local default (on
+// Package redisqueue is the [driver.Queue] on Redis: the local default (on
 // the embedded Redis) and the queue of self-hosted worker processes, which
 // consume it with [Queue.Consume]. It needs nothing but the rueidis client
 // the task store already uses.
 //
-// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+// [driver.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks/driver#Queue
 package redisqueue
 
 import (
@@ -292,7 +292,7 @@ func (q *Queue) shardOf(taskID string) int { return slots.ShardOf(taskID, len(q.
 // KeyTTL is the expiry an enqueue refreshes on the queue's keys.
 func (q *Queue) KeyTTL() time.Duration { return q.o.KeyTTL }
 
-// Enqueue implements tasks.Queue.
+// Enqueue implements driver.Queue.
 func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
 	if q.misuse != nil {
 		return q.misuse
@@ -330,7 +330,7 @@ func (q *Queue) Wake(ctx context.Context) error {
 	return nil
 }
 
-// Defer is the method of a queue that moves a task's message later (see tasks.Queue): it makes taskID's message a receipt
+// Defer is the method of a queue that moves a task's message later (see driver.Queue): it makes taskID's message a receipt
 // that runs out at at (see [LuaHold]), later or earlier than the message
 // was due, or adds one. A worker whose store does not dispatch defers its
 // task's message to the end of each renewed lease: the message then comes
@@ -348,12 +348,12 @@ func (q *Queue) Defer(ctx context.Context, taskID string, at time.Time) error {
 	return nil
 }
 
-// HonoursDeadline implements tasks.DeadlineHonourer: Enqueue returns soon
+// HonoursDeadline implements driver.DeadlineHonourer: Enqueue returns soon
 // after its context's deadline, since rueidis sets the connection's
 // deadline from the context.
 func (q *Queue) HonoursDeadline() bool { return true }
 
-// MaxDelay implements tasks.Queue: a sorted set holds any delay.
+// MaxDelay implements driver.Queue: a sorted set holds any delay.
 func (q *Queue) MaxDelay() time.Duration { return 0 }
 
 // Delivery is one received message.

@@ -14,14 +14,14 @@ import (
 	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // idsIn returns n task ids whose message lives in shard k of shards.
 func idsIn(k, shards, n int) []string {
 	var ids []string
 	for len(ids) < n {
-		if id := tasks.NewID(); slots.ShardOf(id, shards) == k {
+		if id := driver.NewID(); slots.ShardOf(id, shards) == k {
 			ids = append(ids, id)
 		}
 	}
@@ -74,7 +74,7 @@ func testShardKeys(t *testing.T, c rueidis.Client) {
 func testOneShardKey(t *testing.T, c rueidis.Client) {
 	prefix := uniquePrefix(t)
 	q := redisqueue.New(c, &redisqueue.Options{Prefix: prefix})
-	id := tasks.NewID()
+	id := driver.NewID()
 	if k, w := q.KeysFor(id); k != prefix+"{queue}" || w != prefix+"{queue}:wake" {
 		t.Errorf("KeysFor = %q, %q; want %q and its :wake", k, w, prefix+"{queue}")
 	}
@@ -392,7 +392,7 @@ func TestShardedConsumeLosesNothing(t *testing.T) {
 			other := redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: shards})
 			ids := make([]string, total)
 			for i := range ids {
-				ids[i] = tasks.NewID()
+				ids[i] = driver.NewID()
 			}
 			for _, id := range ids[:total/2] {
 				mustEnqueue(t, q, id, time.Time{})

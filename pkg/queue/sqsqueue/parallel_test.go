@@ -16,6 +16,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/queue/sqsqueue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
@@ -31,7 +32,7 @@ func TestParallelStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			url := srv.CreateQueue(name)
 			fifo := strings.HasSuffix(name, ".fifo")
-			store := redisstore.New(rc, &redisstore.Options{Prefix: "sqs" + tasks.NewID() + ":"})
+			store := redisstore.New(rc, &redisstore.Options{Prefix: "sqs" + driver.NewID() + ":"})
 			q := sqsqueue.New(srv.Client(), url, &sqsqueue.Options{FIFO: fifo})
 			ts := tasks.New(&mcp.Implementation{Name: "t", Version: "1"}, nil, store, q, &tasks.Options{Anonymous: true})
 			var mu sync.Mutex
@@ -46,7 +47,7 @@ func TestParallelStep(t *testing.T) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(sq)}}}, err
 			})
 			ctx := t.Context()
-			task, err := store.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "anonymous", Tool: "fan", Args: []byte(`{}`),
+			task, err := store.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "anonymous", Tool: "fan", Args: []byte(`{}`),
 				TTL: time.Hour, PollInterval: time.Second, Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +66,7 @@ func TestParallelStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, _, ok := tasks.ParseBranchID(id); ok {
+				if _, _, _, ok := driver.ParseBranchID(id); ok {
 					branches = append(branches, msgs[handled])
 				}
 				if _, err := ts.Advance(ctx, id); err != nil {
@@ -73,7 +74,7 @@ func TestParallelStep(t *testing.T) {
 				}
 			}
 			got, err := store.Get(ctx, "anonymous", task.ID)
-			if err != nil || got.Status != tasks.StatusCompleted || !strings.Contains(string(got.Result), "[0 1 4 9 16 25]") {
+			if err != nil || got.Status != driver.StatusCompleted || !strings.Contains(string(got.Result), "[0 1 4 9 16 25]") {
 				t.Fatalf("task: %+v, %v", got, err)
 			}
 			for i := range 6 {

@@ -1,4 +1,4 @@
-// Package sqsqueue is the [tasks.Queue] on Amazon SQS, the event source of
+// Package sqsqueue is the [driver.Queue] on Amazon SQS, the event source of
 // the AWS Lambda worker function; only the Lambda entry points import it.
 //
 // [Queue] turns an enqueue into one SQS SendMessage through a [Sender].
@@ -11,7 +11,7 @@
 // [NewClient] configures a Client from the environment Lambda gives every
 // function; [NewClientWith] from a region and any credentials source.
 //
-// [tasks.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks#Queue
+// [driver.Queue]: https://pkg.go.dev/github.com/mcptasks/mcptasks/pkg/tasks/driver#Queue
 package sqsqueue
 
 import (
@@ -72,7 +72,7 @@ type Options struct {
 	// every retry backoff ends only when the sweeper next runs after it is
 	// due (up to the sweep schedule plus the enqueue grace late), and so
 	// does the repair of a worker that died mid-step (the message each
-	// lease renewal sends for the lease's end, see tasks.Queue on Defer, arrives
+	// lease renewal sends for the lease's end, see driver.Queue on Defer, arrives
 	// at once and is dropped): prefer a standard queue. Standard queues get neither id: SQS rejects a
 	// deduplication id there, and duplicates are harmless.
 	FIFO bool
@@ -80,11 +80,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Queue is a [tasks.Queue] on Amazon SQS, the event source of the Lambda worker.
+// Queue is a [driver.Queue] on Amazon SQS, the event source of the Lambda worker.
 // Delivery, redelivery (visibility timeout) and the dead-letter queue are
 // SQS's; a standard queue may deliver a message more than once, and two
 // enqueues of one id are two messages, both harmless to the worker. It is
-// no Defer method (SQS cannot move a message; see tasks.Queue): a worker that renews its
+// no Defer method (SQS cannot move a message; see driver.Queue): a worker that renews its
 // lease sends a delayed message due at each renewed lease's end, and if it
 // dies the last one hands the task to another worker when the lease runs
 // out (the queue's visibility timeout, which Lambda needs longer than the
@@ -111,7 +111,7 @@ func New(c Sender, queueURL string, opts *Options) *Queue {
 // IsFIFOURL reports whether an SQS queue URL names a FIFO queue.
 func IsFIFOURL(u string) bool { return strings.HasSuffix(u, ".fifo") }
 
-// Enqueue implements tasks.Queue: one SendMessage whose DelaySeconds is the time
+// Enqueue implements driver.Queue: one SendMessage whose DelaySeconds is the time
 // until notBefore rounded up to whole seconds (so it is never early), at
 // most 900.
 func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time) error {
@@ -137,6 +137,6 @@ func (q *Queue) Enqueue(ctx context.Context, taskID string, notBefore time.Time)
 	return nil
 }
 
-// MaxDelay implements tasks.Queue: 15 minutes, SQS's limit (a FIFO queue holds
+// MaxDelay implements driver.Queue: 15 minutes, SQS's limit (a FIFO queue holds
 // no per-message delay at all, see Options.FIFO).
 func (q *Queue) MaxDelay() time.Duration { return MaxDelay }

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Record is everything a store holds of one task, for an operator with
@@ -18,10 +18,10 @@ import (
 // it holds the principal's arguments, answers and results.
 type Record struct {
 	// Task is the task record, as Peek returns it.
-	Task *tasks.Task
-	// Journal is the task's journal, history entries (tasks.KindAttempt, tasks.KindLost)
+	Task *driver.Task
+	// Journal is the task's journal, history entries (driver.KindAttempt, driver.KindLost)
 	// included.
-	Journal []tasks.Entry
+	Journal []driver.Entry
 	// Responses are the input responses received (key -> response).
 	Responses map[string]json.RawMessage
 	// AnsweredAt is when each answered input key was answered.
@@ -38,10 +38,10 @@ type Record struct {
 	// lease on the task (zero once it ended: the store drops the count).
 	Claims int64
 	// Events are the task's callbacks, signals and parallel steps' joins,
-	// by name (a store that is a tasks.EventStore).
+	// by name (a store that is a driver.EventStore).
 	Events map[string]Event
 	// Forks are its parallel steps, in order, with their branches (a
-	// store that is a tasks.Brancher).
+	// store that is a driver.Brancher).
 	Forks []Fork
 }
 
@@ -53,7 +53,7 @@ type Event struct {
 	State string
 	// Kind is the event's kind ("join" for a parallel step's); empty for
 	// a closed wait.
-	Kind tasks.EventKind
+	Kind driver.EventKind
 	// Until is when an open wait ends; Signed, whether a callback checks
 	// a signature.
 	Until  time.Time
@@ -93,9 +93,9 @@ type Branch struct {
 	Err, LastErr string
 }
 
-// Store is implemented by a [tasks.Store] that can show an operator a
+// Store is implemented by a [driver.Store] that can show an operator a
 // task's whole [Record], whoever owns it.
 type Store interface {
-	// Inspect returns the Record of the task id, or tasks.ErrNotFound.
+	// Inspect returns the Record of the task id, or driver.ErrNotFound.
 	Inspect(ctx context.Context, id string) (*Record, error)
 }

@@ -5,13 +5,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// Lister is implemented by a [tasks.Store] that lists the tasks of every
+// Lister is implemented by a [driver.Store] that lists the tasks of every
 // principal, newest first: the operator's view (mcptasks tasks, mcptasks
 // dashboard). It is never served to clients, whose tasks/list goes through
-// tasks.Lister and sees its own tasks only.
+// driver.Lister and sees its own tasks only.
 //
 // Contract (storetest checks it for a store that implements it):
 //
@@ -23,25 +23,25 @@ import (
 //   - Order is CreatedAt descending, ties by id descending; a page starts
 //     after the task its cursor names, so a task created since a page was
 //     read does not shift the pages after it.
-//   - A cursor the store did not issue answers [tasks.ErrBadCursor].
+//   - A cursor the store did not issue answers [driver.ErrBadCursor].
 //   - The filter is applied before the limit: a page holds up to limit
 //     tasks that match it. Which tasks a page examines to find them is the
 //     store's business (an index on Redis reads the tasks in turn), so the
 //     cost of a selective filter may grow with the number of tasks listed.
 type Lister interface {
-	// ListAll returns up to limit tasks (limit <= 0: tasks.ListPageSize) that
+	// ListAll returns up to limit tasks (limit <= 0: driver.ListPageSize) that
 	// match f (nil: every task) and have not expired at now, newest first,
 	// starting after cursor ("" for the first page), and the cursor of the
 	// next page: "" when no task is left to examine (a non-empty cursor
 	// may still lead to an empty page when f is selective).
-	ListAll(ctx context.Context, f *Filter, cursor string, limit int, now time.Time) (ts []*tasks.Task, next string, err error)
+	ListAll(ctx context.Context, f *Filter, cursor string, limit int, now time.Time) (ts []*driver.Task, next string, err error)
 }
 
 // Filter selects tasks for [Lister.ListAll]. Its zero value selects
 // every task; each set field narrows the selection.
 type Filter struct {
 	// Statuses, when not empty, selects tasks in one of these states.
-	Statuses []tasks.Status
+	Statuses []driver.Status
 	// Tool, when set, selects the tasks of this tool.
 	Tool string
 	// Owner, when set, selects the tasks of this principal.
@@ -52,7 +52,7 @@ type Filter struct {
 }
 
 // Match reports whether t passes f (a nil f passes everything).
-func (f *Filter) Match(t *tasks.Task) bool {
+func (f *Filter) Match(t *driver.Task) bool {
 	if f == nil {
 		return true
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/pkg/queue/pgqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
@@ -90,8 +90,8 @@ func TestDispatch(t *testing.T) {
 	}
 	create := func() string {
 		t.Helper()
-		id := tasks.NewID()
-		if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
+		id := driver.NewID()
+		if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 		return id
@@ -117,7 +117,7 @@ func TestDispatch(t *testing.T) {
 	}
 	before := tokens()
 	wake := now.Add(30 * time.Minute)
-	if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
+	if err := s.Commit(ctx, cl, &driver.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
 		t.Fatal(err)
 	}
 	want("after a commit that sleeps", id, wake)
@@ -128,7 +128,7 @@ func TestDispatch(t *testing.T) {
 	if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
+	if err := s.Commit(ctx, cl, &driver.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	want("after a park without a deadline", id, time.Time{})
@@ -141,7 +141,7 @@ func TestDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := wake.Add(time.Minute)
-	if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
+	if err := s.Commit(ctx, cl, &driver.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
 		t.Fatal(err)
 	}
 	want("after a park with a deadline", id, deadline)
@@ -149,7 +149,7 @@ func TestDispatch(t *testing.T) {
 	if cl, err = s.Claim(ctx, id, deadline, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, cl, &tasks.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+	if err := s.Commit(ctx, cl, &driver.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
 		t.Fatal(err)
 	}
 	want("after completion", id, time.Time{})
@@ -159,7 +159,7 @@ func TestDispatch(t *testing.T) {
 	if _, err := s.Claim(ctx, held, now, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, tasks.ErrLeased) {
+	if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, driver.ErrLeased) {
 		t.Fatalf("second Claim: %v, want ErrLeased", err)
 	}
 	want("after a Claim that found a live lease", held, now.Add(time.Minute))

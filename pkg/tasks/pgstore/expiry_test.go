@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
@@ -22,8 +22,8 @@ func TestDuePurgesExpiredInBatches(t *testing.T) {
 	const expiring = 7
 	created := time.Now().Add(-time.Hour) // expired an hour ago by the database's clock
 	for range expiring {
-		nt := &tasks.NewTask{ID: tasks.NewID(), Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Minute, Now: created,
-			Journal: []tasks.Entry{{Name: "a", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}}}
+		nt := &driver.NewTask{ID: driver.NewID(), Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Minute, Now: created,
+			Journal: []driver.Entry{{Name: "a", Kind: driver.KindDo, Value: json.RawMessage(`1`)}}}
 		if _, err := s.Create(ctx, nt); err != nil {
 			t.Fatal(err)
 		}
@@ -31,8 +31,8 @@ func TestDuePurgesExpiredInBatches(t *testing.T) {
 			t.Fatal("a task created past its expiry is readable")
 		}
 	}
-	live := tasks.NewID()
-	if _, err := s.Create(ctx, &tasks.NewTask{ID: live, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: time.Now()}); err != nil {
+	live := driver.NewID()
+	if _, err := s.Create(ctx, &driver.NewTask{ID: live, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	count := func(table string) int {
@@ -70,8 +70,8 @@ func TestUnstorableText(t *testing.T) {
 	t.Cleanup(s.Close)
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	id := tasks.NewID()
-	if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage("{\"a\":\"\xff\"}"), TTL: time.Hour, Now: now}); err != nil {
+	id := driver.NewID()
+	if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage("{\"a\":\"\xff\"}"), TTL: time.Hour, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	var args struct{ A string }
@@ -87,7 +87,7 @@ func TestUnstorableText(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := "a\x00b\xffc"
-	if err := s.Commit(ctx, c, &tasks.Change{Now: now, StatusMessage: &msg, Park: map[string]json.RawMessage{"k\x00": json.RawMessage(`{}`)}}); err != nil {
+	if err := s.Commit(ctx, c, &driver.Change{Now: now, StatusMessage: &msg, Park: map[string]json.RawMessage{"k\x00": json.RawMessage(`{}`)}}); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 	got, err = s.Get(ctx, "o", id)
@@ -101,7 +101,7 @@ func TestUnstorableText(t *testing.T) {
 		t.Errorf("an answer to the key as the client names it: %v, %v; want it to resume the task", resumed, err)
 	}
 	for _, owner := range []string{"o\x00", "o\xff"} {
-		if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: owner, Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err == nil {
+		if _, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: owner, Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err == nil {
 			t.Errorf("Create with owner %q succeeded", owner)
 		}
 		if _, err := s.Get(ctx, owner, id); err == nil {

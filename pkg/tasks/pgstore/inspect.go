@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -19,10 +19,10 @@ var _ inspect.Store = (*Store)(nil)
 type Record = inspect.Record
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
-// tasks.ErrNotFound: one statement, one consistent snapshot.
+// driver.ErrNotFound: one statement, one consistent snapshot.
 func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	var (
 		r                   taskRow
@@ -35,7 +35,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	err := s.queryRow(ctx, "inspect", s.sql.inspect, []any{id},
 		append(r.dest(), &attempts, &gen, &cancelAt, &responses, &answered, &journal)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: inspect %s: %w", id, err)
@@ -44,7 +44,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Task: task, Journal: make([]tasks.Entry, len(journal)), AnsweredAt: map[string]time.Time{},
+	rec := &Record{Task: task, Journal: make([]driver.Entry, len(journal)), AnsweredAt: map[string]time.Time{},
 		CancelRequestedAt: fromMs(cancelAt), Attempts: attempts, Claims: gen}
 	for i, e := range journal {
 		if err := json.Unmarshal([]byte(e), &rec.Journal[i]); err != nil {

@@ -10,21 +10,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// The list index (tasks.Lister) is the tasks_listed index over the tasks a
-// creation marked listed (tasks.NewTask.Listed): per owner, newest expiry
+// The list index (driver.Lister) is the tasks_listed index over the tasks a
+// creation marked listed (driver.NewTask.Listed): per owner, newest expiry
 // first, then id. A page is one statement; the cursor is the expiry and id
 // of the page's last task. Unlike the Redis store's per-principal index,
 // it is not capped: a principal lists all its unexpired tasks, a page at a
 // time.
 
-var _ tasks.Lister = (*Store)(nil)
+var _ driver.Lister = (*Store)(nil)
 
-// List implements tasks.Lister: newest first (by expiry, then id), a page
+// List implements driver.Lister: newest first (by expiry, then id), a page
 // at a time.
-func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	limit, afterExp, afterID, err := pageStart(cursor, limit)
 	if err != nil {
 		return nil, "", err
@@ -36,18 +36,18 @@ func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now t
 }
 
 // pageStart returns the page size of a listing's page (limit, or
-// tasks.ListPageSize for none) and the sort key and id of the task it
-// starts after (SQL NULLs for the first page), or tasks.ErrBadCursor.
+// driver.ListPageSize for none) and the sort key and id of the task it
+// starts after (SQL NULLs for the first page), or driver.ErrBadCursor.
 func pageStart(cursor string, limit int) (size int, afterKey, afterID any, err error) {
 	if limit <= 0 {
-		limit = tasks.ListPageSize
+		limit = driver.ListPageSize
 	}
 	if cursor == "" {
 		return limit, nil, nil, nil
 	}
 	key, id, ok := decodeCursor(cursor)
 	if !ok {
-		return 0, nil, nil, tasks.ErrBadCursor
+		return 0, nil, nil, driver.ErrBadCursor
 	}
 	return limit, key, id, nil
 }
@@ -57,13 +57,13 @@ func pageStart(cursor string, limit int) (size int, afterKey, afterID any, err e
 // taskColumns, in the listing's order, up to limit+1 of them; it returns
 // the first limit tasks and the cursor after the last of them when there
 // is one more.
-func (s *Store) page(ctx context.Context, name, sql string, limit int, args ...any) ([]*tasks.Task, string, error) {
+func (s *Store) page(ctx context.Context, name, sql string, limit int, args ...any) ([]*driver.Task, string, error) {
 	if err := s.ensure(ctx); err != nil {
 		return nil, "", err
 	}
 	ctx, span := s.span(ctx, name)
 	rows, err := s.pool.Query(ctx, sql, args...)
-	var out []*tasks.Task
+	var out []*driver.Task
 	var keys []int64
 	if err == nil {
 		var id string
@@ -105,7 +105,7 @@ func decodeCursor(c string) (key int64, id string, ok bool) {
 		return 0, "", false
 	}
 	k, id, ok := strings.Cut(string(b), ":")
-	if !ok || !tasks.ValidID(id) {
+	if !ok || !driver.ValidID(id) {
 		return 0, "", false
 	}
 	n, err := strconv.ParseInt(k, 10, 64)

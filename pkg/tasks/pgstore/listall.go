@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -26,7 +27,7 @@ var _ inspect.Lister = (*Store)(nil)
 // ListAll implements inspect.Lister: the tasks of every principal that f
 // selects and that have not expired at now (nor on the database's clock),
 // newest first, a page of up to limit at a time, in one statement.
-func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	limit, afterCreated, afterID, err := pageStart(cursor, limit)
 	if err != nil {
 		return nil, "", err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/pgschema"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
@@ -46,7 +46,7 @@ func TestListAllOrdersIDsBytewise(t *testing.T) {
 	var ids []string
 	for _, first := range []string{"-", "0", "B", "_", "a", "b", "Z"} {
 		id := first + strings.Repeat("x", 20) + "A"
-		if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
+		if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
@@ -88,8 +88,8 @@ func TestStoreUpgradesSchema(t *testing.T) {
 	old := pgstore.New(p, &pgstore.Options{Schema: schema, Migrated: true}) // as a process of version 1 finds it
 	t.Cleanup(old.Close)
 	now := time.Now()
-	id := tasks.NewID()
-	if _, err := old.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
+	id := driver.NewID()
+	if _, err := old.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	index := func() bool {

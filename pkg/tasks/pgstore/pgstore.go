@@ -1,4 +1,4 @@
-// Package pgstore implements [tasks.Store] on PostgreSQL through
+// Package pgstore implements [driver.Store] on PostgreSQL through
 // github.com/jackc/pgx/v5, for deployments that have a database and no
 // Redis (Neon on Vercel, RDS or Aurora on AWS, Supabase, a server of your
 // own).
@@ -66,7 +66,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/pglisten"
 	"github.com/mcptasks/mcptasks/internal/pgschema"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Options configures a Store. The zero value is a sane default.
@@ -106,7 +106,7 @@ type Options struct {
 // CheckSchema reports whether name can name the store's schema.
 func CheckSchema(name string) error { return pgschema.Check(name) }
 
-// Store is a tasks.Store on PostgreSQL. It is safe for concurrent use.
+// Store is a driver.Store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
 	schema   string
@@ -120,9 +120,9 @@ type Store struct {
 }
 
 var (
-	_ tasks.Store            = (*Store)(nil)
-	_ tasks.Dispatcher       = (*Store)(nil)
-	_ tasks.DeadlineHonourer = (*Store)(nil)
+	_ driver.Store            = (*Store)(nil)
+	_ driver.Dispatcher       = (*Store)(nil)
+	_ driver.DeadlineHonourer = (*Store)(nil)
 )
 
 // New returns a Store on pool, which the caller owns and closes. Build
@@ -157,11 +157,11 @@ func (s *Store) Close() { s.listen.Close() }
 func (s *Store) Schema() string { return s.schema }
 
 // Dispatches reports whether the store enqueues tasks itself (see
-// Options.Dispatch): tasks.Server then does not enqueue after a creation,
+// Options.Dispatch): the tasks Server then does not enqueue after a creation,
 // a worker's commit or a resuming update.
 func (s *Store) Dispatches() bool { return s.dispatch }
 
-// HonoursDeadline implements tasks.DeadlineHonourer: pgx interrupts a
+// HonoursDeadline implements driver.DeadlineHonourer: pgx interrupts a
 // statement's connection when its context ends, and the pool's Acquire and
 // the dial wait no longer than the context either.
 func (s *Store) HonoursDeadline() bool { return true }
@@ -309,16 +309,16 @@ func decodeObject(col *string, into map[string]json.RawMessage) (map[string]json
 	return into, nil
 }
 
-// Create implements tasks.Store.
-func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, error) {
+// Create implements driver.Store.
+func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, error) {
 	if nt.Owner == "" {
 		return nil, errors.New("pgstore: create: empty owner")
 	}
 	if !storable(nt.Owner) {
 		return nil, errors.New("pgstore: create: the owner holds a NUL byte or invalid UTF-8, which PostgreSQL text cannot hold")
 	}
-	if !tasks.ValidID(nt.ID) {
-		return nil, fmt.Errorf("pgstore: create: %q is not an id from tasks.NewID", nt.ID)
+	if !driver.ValidID(nt.ID) {
+		return nil, fmt.Errorf("pgstore: create: %q is not an id from driver.NewID", nt.ID)
 	}
 	now := nt.Now.Truncate(time.Millisecond)
 	journal := make([]string, len(nt.Journal))
@@ -338,42 +338,42 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	}
 	switch code {
 	case 0:
-		return nil, tasks.ErrExists
+		return nil, driver.ErrExists
 	case -1:
-		return nil, tasks.ErrTooManyTasks
+		return nil, driver.ErrTooManyTasks
 	}
-	return &tasks.Task{
+	return &driver.Task{
 		ID: nt.ID, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args,
-		Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now,
+		Status: driver.StatusWorking, CreatedAt: now, UpdatedAt: now,
 		TTL: time.Duration(nt.TTL.Milliseconds()) * time.Millisecond, PollInterval: time.Duration(nt.PollInterval.Milliseconds()) * time.Millisecond,
 		TraceParent: nt.TraceParent,
 	}, nil
 }
 
-// Get implements tasks.Store. The owner is compared in the statement, so a
+// Get implements driver.Store. The owner is compared in the statement, so a
 // foreign task and an unknown one cost the same and answer the same:
 // nothing of the foreign task leaves the database.
-func (s *Store) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+func (s *Store) Get(ctx context.Context, owner, id string) (*driver.Task, error) {
 	if owner == "" || !storable(owner) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	return s.read(ctx, id, owner)
 }
 
-// Peek implements tasks.Store.
-func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
+// Peek implements driver.Store.
+func (s *Store) Peek(ctx context.Context, id string) (*driver.Task, error) {
 	return s.read(ctx, id, "")
 }
 
 // read returns the task if owner is empty or owns it.
-func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+func (s *Store) read(ctx context.Context, id, owner string) (*driver.Task, error) {
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	var r taskRow
 	err := s.queryRow(ctx, "get", s.sql.get, []any{id, owner}, r.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: get %s: %w", id, err)
@@ -400,10 +400,10 @@ func (r *taskRow) dest() []any {
 }
 
 // task builds the task of row r.
-func (r *taskRow) task(id string) (*tasks.Task, error) {
-	t := &tasks.Task{
+func (r *taskRow) task(id string) (*driver.Task, error) {
+	t := &driver.Task{
 		ID: id, Owner: r.owner, Tool: r.tool, Args: json.RawMessage(r.args),
-		Status: tasks.Status(r.status), StatusMessage: r.message,
+		Status: driver.Status(r.status), StatusMessage: r.message,
 		CreatedAt: fromMs(&r.created), UpdatedAt: fromMs(&r.updated),
 		TTL: time.Duration(r.ttl) * time.Millisecond, PollInterval: time.Duration(r.poll) * time.Millisecond,
 		CancelRequested: r.cancel, LeaseUntil: fromMs(r.lease), WakeAt: fromMs(r.wake),
@@ -413,13 +413,13 @@ func (r *taskRow) task(id string) (*tasks.Task, error) {
 		t.Result = json.RawMessage(*r.result)
 	}
 	if r.errObj != nil {
-		var e tasks.ErrorObject
+		var e driver.ErrorObject
 		if err := json.Unmarshal([]byte(*r.errObj), &e); err != nil {
 			return nil, fmt.Errorf("pgstore: task %s: decoding error: %w", id, err)
 		}
 		t.Error = &e
 	}
-	if t.Status == tasks.StatusInputRequired {
+	if t.Status == driver.StatusInputRequired {
 		var err error
 		if t.InputRequests, err = decodeObject(r.waiting, nil); err == nil {
 			t.InputRequests, err = decodeObject(r.offers, t.InputRequests)
@@ -441,11 +441,11 @@ func pairs(m map[string]json.RawMessage) (keys, values []string) {
 	return keys, values
 }
 
-// Outstanding implements tasks.Store: one read-only statement, the owner
+// Outstanding implements driver.Store: one read-only statement, the owner
 // compared in it.
 func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time) (map[string]json.RawMessage, error) {
-	if owner == "" || !storable(owner) || !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+	if owner == "" || !storable(owner) || !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	var (
 		status          string
@@ -455,18 +455,18 @@ func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time
 	)
 	err := s.queryRow(ctx, "outstanding", s.sql.outstanding, []any{id, owner}, &status, &wake, &leased, &waiting, &offers)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: outstanding %s: %w", id, err)
 	}
 	out := map[string]json.RawMessage{}
-	if tasks.Status(status).Terminal() {
+	if driver.Status(status).Terminal() {
 		return out, nil
 	}
 	// The keys a parked task waits for take answers while it is parked,
 	// before its deadline and unclaimed, as update_task decides it.
-	if status == string(tasks.StatusInputRequired) && (wake == nil || *wake > now.UnixMilli()) && !leased {
+	if status == string(driver.StatusInputRequired) && (wake == nil || *wake > now.UnixMilli()) && !leased {
 		if out, err = decodeObject(waiting, out); err != nil {
 			return nil, fmt.Errorf("pgstore: outstanding %s: %w", id, err)
 		}
@@ -477,13 +477,13 @@ func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time
 	return out, nil
 }
 
-// RenewLease implements tasks.LeaseRenewer: one statement, which also
+// RenewLease implements driver.LeaseRenewer: one statement, which also
 // holds the task's message until the lease's new end when the store
 // dispatches.
-func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, lease time.Duration) error {
+func (s *Store) RenewLease(ctx context.Context, c *driver.Claim, now time.Time, lease time.Duration) error {
 	id := c.Task.ID
-	if !tasks.ValidID(id) {
-		return tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return driver.ErrNotFound
 	}
 	var code int64
 	if err := s.queryRow(ctx, "renew_lease", s.sql.renew, []any{id, c.Gen, now.UnixMilli(), lease.Milliseconds(), s.dispatch}, &code); err != nil {
@@ -491,20 +491,20 @@ func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, l
 	}
 	switch code {
 	case -2:
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	case -1:
-		return tasks.ErrFenced
+		return driver.ErrFenced
 	}
 	return nil
 }
 
-// Update implements tasks.Store: one statement, which checks the owner,
+// Update implements driver.Store: one statement, which checks the owner,
 // applies the responses and, when they resume the task, moves its due
 // time to now plus the enqueue grace (so that the sweeper finds it if the
 // caller's enqueue is lost).
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
-	if owner == "" || !storable(owner) || !tasks.ValidID(id) {
-		return false, tasks.ErrNotFound
+	if owner == "" || !storable(owner) || !driver.ValidID(id) {
+		return false, driver.ErrNotFound
 	}
 	keys, values := pairs(responses)
 	var code int
@@ -514,34 +514,34 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	}
 	switch code {
 	case -1:
-		return false, tasks.ErrNotFound
+		return false, driver.ErrNotFound
 	case 2:
 		return true, nil
 	}
 	return false, nil
 }
 
-// Cancel implements tasks.Store.
-func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
-	if owner == "" || !storable(owner) || !tasks.ValidID(id) {
-		return "", false, tasks.ErrNotFound
+// Cancel implements driver.Store.
+func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (driver.Status, bool, error) {
+	if owner == "" || !storable(owner) || !driver.ValidID(id) {
+		return "", false, driver.ErrNotFound
 	}
 	var st string
 	var ended bool
 	err := s.queryRow(ctx, "cancel_task", s.sql.cancel, []any{owner, id, now.UnixMilli(), s.dispatch}, &st, &ended)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, tasks.ErrNotFound
+		return "", false, driver.ErrNotFound
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("pgstore: cancel %s: %w", id, err)
 	}
-	return tasks.Status(st), ended, nil
+	return driver.Status(st), ended, nil
 }
 
-// Claim implements tasks.Store.
-func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+// Claim implements driver.Store.
+func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*driver.Claim, error) {
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	var (
 		code                 string
@@ -566,15 +566,15 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	}
 	switch code {
 	case "NF":
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	case "L":
-		return nil, tasks.ErrLeased
+		return nil, driver.ErrLeased
 	case "P", "W":
-		task := &tasks.Task{ID: id, Status: tasks.StatusWorking, WakeAt: fromMs(wake)}
+		task := &driver.Task{ID: id, Status: driver.StatusWorking, WakeAt: fromMs(wake)}
 		if code == "P" {
-			task.Status = tasks.StatusInputRequired
+			task.Status = driver.StatusInputRequired
 		}
-		return &tasks.Claim{Task: task}, nil
+		return &driver.Claim{Task: task}, nil
 	}
 	r := taskRow{owner: deref(owner), tool: deref(tool), args: deref(args), status: deref(status),
 		message: deref(message), traceparent: deref(tp), created: derefInt(created), updated: derefInt(updated),
@@ -585,9 +585,9 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		return nil, err
 	}
 	if code != "C" { // T, X
-		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
+		return &driver.Claim{Task: task, Ended: code == "X"}, nil
 	}
-	c := &tasks.Claim{Task: task, Gen: derefInt(gen), Journal: make([]tasks.Entry, len(journal)), Lost: fromMs(lost)}
+	c := &driver.Claim{Task: task, Gen: derefInt(gen), Journal: make([]driver.Entry, len(journal)), Lost: fromMs(lost)}
 	if att != nil {
 		c.Attempts = *att
 	}
@@ -616,18 +616,18 @@ func derefInt(p *int64) int64 {
 	return *p
 }
 
-// Commit implements tasks.Store.
-func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
+// Commit implements driver.Store.
+func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) error {
 	id := c.Task.ID
-	if !tasks.ValidID(id) {
-		return tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return driver.ErrNotFound
 	}
 	op := ch.Op()
 	var payload any
 	switch op {
-	case tasks.OpComplete:
+	case driver.OpComplete:
 		payload = rawText(ch.Complete)
-	case tasks.OpFail:
+	case driver.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return fmt.Errorf("pgstore: encoding error: %w", err)
@@ -644,7 +644,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	entries := make([]string, len(ch.Append))
 	// Offers put up and withdrawn by the appended entries (see
-	// tasks.Change.Append): put up first, then withdrawn, as on Redis.
+	// driver.Change.Append): put up first, then withdrawn, as on Redis.
 	offers := map[string]json.RawMessage{}
 	var withdrawn []string
 	for i, e := range ch.Append {
@@ -654,21 +654,21 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		}
 		entries[i] = string(b)
 		switch e.Kind {
-		case tasks.KindOffer:
+		case driver.KindOffer:
 			offers[e.Name] = e.Value
-		case tasks.KindWithdraw:
+		case driver.KindWithdraw:
 			withdrawn = append(withdrawn, text(e.Name))
 		}
 	}
 	var park any
-	if op == tasks.OpPark {
+	if op == driver.OpPark {
 		park = rawObject(ch.Park)
 		if park == nil {
 			park = "{}"
 		}
 	}
 	var watch []string
-	if op == tasks.OpSleep {
+	if op == driver.OpSleep {
 		for _, k := range ch.WakeOn {
 			watch = append(watch, text(k))
 		}
@@ -688,15 +688,15 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	switch code {
 	case -2:
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	case -1:
-		return tasks.ErrFenced
+		return driver.ErrFenced
 	}
 	attempts := c.Attempts
 	if n != nil {
 		attempts = *n
 	}
-	c.Committed(ch, tasks.Status(deref(status)), attempts, woke != nil && *woke)
+	c.Committed(ch, driver.Status(deref(status)), attempts, woke != nil && *woke)
 	return nil
 }
 
@@ -708,10 +708,10 @@ func nilIfEmpty(list []string) any {
 	return list
 }
 
-// CancelRequested implements tasks.Store.
-func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
-	if !tasks.ValidID(c.Task.ID) {
-		return false, tasks.ErrNotFound
+// CancelRequested implements driver.Store.
+func (s *Store) CancelRequested(ctx context.Context, c *driver.Claim) (bool, error) {
+	if !driver.ValidID(c.Task.ID) {
+		return false, driver.ErrNotFound
 	}
 	var cancel bool
 	var gen int64
@@ -723,24 +723,24 @@ func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("pgstore: cancel flag %s: %w", c.Task.ID, err)
 	}
-	return cancel || gen != c.Gen || tasks.Status(status).Terminal(), nil
+	return cancel || gen != c.Gen || driver.Status(status).Terminal(), nil
 }
 
-// Due implements tasks.Store. In the same statement it deletes up to
+// Due implements driver.Store. In the same statement it deletes up to
 // Options.PurgeBatch tasks past their expiry (with their journals): the
 // sweeper's purge.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueTask, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]driver.DueTask, error) {
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
 	ctx, span := s.span(ctx, "due")
 	rows, err := s.pool.Query(ctx, s.sql.due, now.UnixMilli(), int64(limit), int64(s.purge))
-	var due []tasks.DueTask
+	var due []driver.DueTask
 	if err == nil {
 		var id string
 		var at int64
 		_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
-			due = append(due, tasks.DueTask{ID: id, At: time.UnixMilli(at).UTC()})
+			due = append(due, driver.DueTask{ID: id, At: time.UnixMilli(at).UTC()})
 			return nil
 		})
 	}
@@ -751,9 +751,9 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueT
 	return due, nil
 }
 
-// Schedule implements tasks.Store.
+// Schedule implements driver.Store.
 func (s *Store) Schedule(ctx context.Context, id string, at time.Time) error {
-	if !tasks.ValidID(id) {
+	if !driver.ValidID(id) {
 		return nil
 	}
 	if _, err := s.exec(ctx, "schedule", s.sql.schedule, id, ms(at)); err != nil {
@@ -762,9 +762,9 @@ func (s *Store) Schedule(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// Reschedule implements tasks.Store.
+// Reschedule implements driver.Store.
 func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error) {
-	if !tasks.ValidID(id) {
+	if !driver.ValidID(id) {
 		return false, nil
 	}
 	n, err := s.exec(ctx, "reschedule", s.sql.reschedule, id, from.UnixMilli(), ms(to))

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 )
@@ -28,7 +28,7 @@ func TestStoreContract(t *testing.T) {
 			name = "dispatch"
 		}
 		t.Run(name, func(t *testing.T) {
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				s := pgstore.New(p, &pgstore.Options{Schema: testpg.Schema(t, url), Dispatch: dispatch})
 				t.Cleanup(s.Close)
 				return s
@@ -55,7 +55,7 @@ func TestStoreContractThroughPgBouncer(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			p := pool(t, url)
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				s := pgstore.New(p, &pgstore.Options{Schema: testpg.Schema(t, url), Dispatch: true, Listen: listen})
 				t.Cleanup(s.Close)
 				return s

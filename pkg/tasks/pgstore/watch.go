@@ -3,7 +3,7 @@ package pgstore
 import (
 	"context"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Transition announcements: every function that may change what a client
@@ -19,17 +19,17 @@ import (
 // truth) after each, and now and then anyway.
 
 var (
-	_ tasks.Watcher      = (*Store)(nil)
-	_ tasks.LeaseRenewer = (*Store)(nil)
+	_ driver.Watcher      = (*Store)(nil)
+	_ driver.LeaseRenewer = (*Store)(nil)
 )
 
 // Watch subscribes to the transitions of the tasks ids (see
-// [tasks.Watcher]). All the watches of a store share its one listening
+// [driver.Watcher]). All the watches of a store share its one listening
 // connection; if it fails, every watch ends with its error.
-func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*tasks.Subscription, error) {
+func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*driver.Subscription, error) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if tasks.ValidID(id) {
+		if driver.ValidID(id) {
 			want[id] = true
 		}
 	}
@@ -37,12 +37,12 @@ func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*t
 		ready, done := make(chan struct{}), make(chan error, 1)
 		close(ready)
 		go func() { <-ctx.Done(); done <- ctx.Err(); close(done) }()
-		return &tasks.Subscription{Ready: ready, Done: done}, nil
+		return &driver.Subscription{Ready: ready, Done: done}, nil
 	}
 	ready, done := s.listen.Subscribe(ctx, func(id string) {
 		if want[id] {
 			fn(id)
 		}
 	})
-	return &tasks.Subscription{Ready: ready, Done: done}, nil
+	return &driver.Subscription{Ready: ready, Done: done}, nil
 }

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 )
 
 // waitReady waits for sub to be confirmed.
-func waitReady(ctx context.Context, t *testing.T, sub *tasks.Subscription) {
+func waitReady(ctx context.Context, t *testing.T, sub *driver.Subscription) {
 	t.Helper()
 	select {
 	case <-sub.Ready:
@@ -35,8 +35,8 @@ func TestWatchAnnouncesTransitions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	now := time.Now()
-	mk := func() *tasks.Task {
-		tk, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
+	mk := func() *driver.Task {
+		tk, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestWatchAnnouncesTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, c, &tasks.Change{Now: now, Park: map[string]json.RawMessage{"k": json.RawMessage(`{"method":"elicitation/create"}`)}}); err != nil {
+	if err := s.Commit(ctx, c, &driver.Change{Now: now, Park: map[string]json.RawMessage{"k": json.RawMessage(`{"method":"elicitation/create"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	expect(got, watched.ID, "park")
@@ -108,8 +108,8 @@ func TestWatchEndsWithItsConnection(t *testing.T) {
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := tasks.NewID()
-	if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: time.Now()}); err != nil {
+	id := driver.NewID()
+	if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := s.Watch(ctx, []string{id}, func(string) {})

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 )
 
-// Parallel steps (tasks.Brancher). The branches of a task's n-th parallel
+// Parallel steps (driver.Brancher). The branches of a task's n-th parallel
 // step live in the hash <prefix>{<id>}:f<n>, under the task's hash tag (so
 // in its Redis Cluster slot, and in every script with its other keys),
 // expiring with the task:
@@ -27,14 +27,14 @@ import (
 //	x<i> k<i>    the error of its last retried attempt; how many of its
 //	             leases ran out (its worker was lost)
 //
-// A commit that starts the fork (tasks.Change.Fork) writes n, c, nx = c,
+// A commit that starts the fork (driver.Change.Fork) writes n, c, nx = c,
 // opens the join (the event named after the step, kind j, in the events
 // hash: see events.go) and sets the task's field fk to the fork's number;
 // the last branch to finish delivers the join, which resumes the task if
 // it awaits it, and clears fk. A branch's queue message is its id
-// (tasks.BranchID), in the task's queue shard.
+// (driver.BranchID), in the task's queue shard.
 
-var _ tasks.Brancher = (*Store)(nil)
+var _ driver.Brancher = (*Store)(nil)
 
 // claimBranchLua: KEYS t j r e f (+ due q w when dispatching); ARGV index
 // now leaseMs branchId. Returns {NF} (no such branch), {I} (nothing to
@@ -159,7 +159,7 @@ return {0, nxt, resumed}
 // branchKeys returns the task, fork and index of branch id, and the keys
 // of its task and fork; ok is false for an id that is not a branch's.
 func (s *Store) branchKeys(id string) (task string, fork, index int, t, f string, ok bool) {
-	task, fork, index, ok = tasks.ParseBranchID(id)
+	task, fork, index, ok = driver.ParseBranchID(id)
 	if !ok {
 		return "", 0, 0, "", "", false
 	}
@@ -167,11 +167,11 @@ func (s *Store) branchKeys(id string) (task string, fork, index int, t, f string
 	return task, fork, index, t, s.forkKey(task, fork), true
 }
 
-// ClaimBranch implements tasks.Brancher: one script.
-func (s *Store) ClaimBranch(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.BranchClaim, error) {
+// ClaimBranch implements driver.Brancher: one script.
+func (s *Store) ClaimBranch(ctx context.Context, id string, now time.Time, lease time.Duration) (*driver.BranchClaim, error) {
 	task, _, index, t, f, ok := s.branchKeys(id)
 	if !ok {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	_, _, j, r := s.keys(task)
 	res, err := s.exec(ctx, s.sc.claimBranch, s.withQueue(task, t, j, r, s.eventsKey(task), f),
@@ -190,27 +190,27 @@ func (s *Store) ClaimBranch(ctx context.Context, id string, now time.Time, lease
 	}
 	switch code {
 	case "NF":
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	case "I":
-		return &tasks.BranchClaim{State: tasks.BranchIdle}, nil
+		return &driver.BranchClaim{State: driver.BranchIdle}, nil
 	case "L":
-		return &tasks.BranchClaim{State: tasks.BranchLeased, Until: at()}, nil
+		return &driver.BranchClaim{State: driver.BranchLeased, Until: at()}, nil
 	case "W":
-		return &tasks.BranchClaim{State: tasks.BranchWaiting, Until: at()}, nil
+		return &driver.BranchClaim{State: driver.BranchWaiting, Until: at()}, nil
 	}
 	c, err := decodeClaim(task, arr, now, lease)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: claim branch %s: %w", id, err)
 	}
-	return &tasks.BranchClaim{State: tasks.BranchClaimed, Claim: c}, nil
+	return &driver.BranchClaim{State: driver.BranchClaimed, Claim: c}, nil
 }
 
-// RenewBranch implements tasks.Brancher: one script, which holds the
+// RenewBranch implements driver.Brancher: one script, which holds the
 // branch's message until the lease's new end when the store dispatches.
 func (s *Store) RenewBranch(ctx context.Context, id string, gen int64, now time.Time, lease time.Duration) error {
 	task, _, index, t, f, ok := s.branchKeys(id)
 	if !ok {
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	}
 	res, _ := s.exec(ctx, s.sc.renewBranch, s.withQueue(task, t, f),
 		[]string{strconv.Itoa(index), strconv.FormatInt(gen, 10), ms(now), strconv.FormatInt(lease.Milliseconds(), 10), id}, nil, nil)
@@ -220,14 +220,14 @@ func (s *Store) RenewBranch(ctx context.Context, id string, gen int64, now time.
 	}
 	switch code {
 	case -2:
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	case -1:
-		return tasks.ErrFenced
+		return driver.ErrFenced
 	}
 	return nil
 }
 
-// BranchCancelled implements tasks.Brancher: one read-only script.
+// BranchCancelled implements driver.Brancher: one read-only script.
 func (s *Store) BranchCancelled(ctx context.Context, id string, gen int64) (bool, error) {
 	_, _, index, t, f, ok := s.branchKeys(id)
 	if !ok {
@@ -240,15 +240,15 @@ func (s *Store) BranchCancelled(ctx context.Context, id string, gen int64) (bool
 	return n == 1, nil
 }
 
-// CommitBranch implements tasks.Brancher: one script. When the store does
+// CommitBranch implements driver.Brancher: one script. When the store does
 // not dispatch, a final outcome first moves the task's due entry to
 // now+grace at the latest, in the same round trip, so that the sweeper
 // watches the fork (and finds the task if this branch's join resumed it
 // and its caller dies before it enqueues anything).
-func (s *Store) CommitBranch(ctx context.Context, id string, gen int64, ch *tasks.BranchChange) (*tasks.BranchCommit, error) {
+func (s *Store) CommitBranch(ctx context.Context, id string, gen int64, ch *driver.BranchChange) (*driver.BranchCommit, error) {
 	task, fork, index, t, f, ok := s.branchKeys(id)
 	if !ok {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	op := "done"
 	switch {
@@ -286,11 +286,11 @@ func (s *Store) CommitBranch(ctx context.Context, id string, gen int64, ch *task
 	}
 	switch code {
 	case -2:
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	case -1:
-		return nil, tasks.ErrFenced
+		return nil, driver.ErrFenced
 	}
-	out := &tasks.BranchCommit{}
+	out := &driver.BranchCommit{}
 	if next, err := arr[1].ToString(); err == nil {
 		out.Next = []string{next}
 	}
@@ -299,10 +299,10 @@ func (s *Store) CommitBranch(ctx context.Context, id string, gen int64, ch *task
 	return out, nil
 }
 
-// Joined implements tasks.Brancher: one read.
-func (s *Store) Joined(ctx context.Context, taskID string, fork int) ([]tasks.BranchOutcome, error) {
-	if !tasks.ValidID(taskID) {
-		return nil, tasks.ErrNotFound
+// Joined implements driver.Brancher: one read.
+func (s *Store) Joined(ctx context.Context, taskID string, fork int) ([]driver.BranchOutcome, error) {
+	if !driver.ValidID(taskID) {
+		return nil, driver.ErrNotFound
 	}
 	h, err := s.c.Do(ctx, s.c.B().Hgetall().Key(s.forkKey(taskID, fork)).Build()).AsStrMap()
 	if err != nil {
@@ -313,7 +313,7 @@ func (s *Store) Joined(ctx context.Context, taskID string, fork int) ([]tasks.Br
 	if h["n"] == "" || done < n {
 		return nil, nil
 	}
-	outs := make([]tasks.BranchOutcome, n)
+	outs := make([]driver.BranchOutcome, n)
 	for i := range outs {
 		k := strconv.Itoa(i)
 		if v, ok := h["v"+k]; ok {
@@ -325,10 +325,10 @@ func (s *Store) Joined(ctx context.Context, taskID string, fork int) ([]tasks.Br
 	return outs, nil
 }
 
-// Stalled implements tasks.Brancher: two reads (the task's open fork,
+// Stalled implements driver.Brancher: two reads (the task's open fork,
 // then its branches).
 func (s *Store) Stalled(ctx context.Context, taskID string, now time.Time) ([]string, bool, error) {
-	if !tasks.ValidID(taskID) {
+	if !driver.ValidID(taskID) {
 		return nil, false, nil
 	}
 	t, _, _, _ := s.keys(taskID)
@@ -360,7 +360,7 @@ func (s *Store) Stalled(ctx context.Context, taskID string, now time.Time) ([]st
 		lease, _ := strconv.ParseInt(h["l"+k], 10, 64)
 		wake, _ := strconv.ParseInt(h["w"+k], 10, 64)
 		if !done && !failed && lease <= msNow && wake <= msNow {
-			ids = append(ids, tasks.BranchID(taskID, fork, i))
+			ids = append(ids, driver.BranchID(taskID, fork, i))
 		}
 	}
 	return ids, true, nil

@@ -9,10 +9,10 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// The store and the Redis queue declare tasks.DeadlineHonourer, so the
+// The store and the Redis queue declare driver.DeadlineHonourer, so the
 // server calls them directly on a request's path: every call a request
 // makes returns with an error once its context's deadline passed, even
 // while Redis does not answer at all (its process stopped).
@@ -22,15 +22,15 @@ func TestHonoursDeadline(t *testing.T) {
 	prefix := uniquePrefix()
 	q := redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})
 	s := New(c, &Options{Prefix: prefix, Queue: q})
-	var _ tasks.DeadlineHonourer = s
-	var _ tasks.DeadlineHonourer = q
+	var _ driver.DeadlineHonourer = s
+	var _ driver.DeadlineHonourer = q
 	if !s.HonoursDeadline() || !q.HonoursDeadline() {
 		t.Fatal("HonoursDeadline() = false")
 	}
 	ctx := context.Background()
 	now := time.Now()
-	id := tasks.NewID()
-	if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err != nil {
+	id := driver.NewID()
+	if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -50,7 +50,7 @@ func TestHonoursDeadline(t *testing.T) {
 	calls := map[string]func(context.Context) error{
 		"Get": func(ctx context.Context) error { _, err := s.Get(ctx, "alice", id); return err },
 		"Create": func(ctx context.Context) error {
-			_, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
+			_, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
 			return err
 		},
 		"Update": func(ctx context.Context) error {

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
-// Events (tasks.EventStore). A task's events live in the hash
+// Events (driver.EventStore). A task's events live in the hash
 // <prefix>{<id>}:e, one field per event name, whose value says where the
 // event stands:
 //
@@ -25,17 +25,17 @@ import (
 //	d<kind><payload>               delivered, with its JSON payload
 //	x                              closed: the wait ended before a delivery
 //
-// A commit opens waits (tasks.Change.Open), a claim reads the delivered
+// A commit opens waits (driver.Change.Open), a claim reads the delivered
 // events and closes the waits that ended (see delivered in scripts.go),
 // and the task hash's field ev ("1") says the task has events at all, so
 // that a task without any costs its claims nothing. A released task that
 // awaits an event holds its name in the field aw, which a delivery of it
 // clears as it resumes the task.
 
-var _ tasks.EventStore = (*Store)(nil)
+var _ driver.EventStore = (*Store)(nil)
 
 // waitKinds maps an event kind to its letter in the events hash.
-var waitKinds = map[tasks.EventKind]string{tasks.EventCallback: "c", tasks.EventSignal: "s"}
+var waitKinds = map[driver.EventKind]string{driver.EventCallback: "c", driver.EventSignal: "s"}
 
 // waitMeta is the part of an open wait the scripts never read.
 type waitMeta struct {
@@ -44,7 +44,7 @@ type waitMeta struct {
 }
 
 // encodeWait encodes w as the events hash holds an open wait.
-func encodeWait(w *tasks.EventWait) (string, error) {
+func encodeWait(w *driver.EventWait) (string, error) {
 	k, ok := waitKinds[w.Kind]
 	if !ok {
 		return "", fmt.Errorf("wait %q: unknown kind %q", w.Name, w.Kind)
@@ -60,18 +60,18 @@ func encodeWait(w *tasks.EventWait) (string, error) {
 }
 
 // decodeWait decodes the open wait name (value v) of the events hash.
-func decodeWait(name, v string) (*tasks.EventWait, error) {
+func decodeWait(name, v string) (*driver.EventWait, error) {
 	if len(v) < 2 || v[0] != 'o' {
 		return nil, fmt.Errorf("event %q is not an open wait", name)
 	}
-	w := &tasks.EventWait{Name: name}
+	w := &driver.EventWait{Name: name}
 	switch v[1] {
 	case 'c':
-		w.Kind = tasks.EventCallback
+		w.Kind = driver.EventCallback
 	case 's':
-		w.Kind = tasks.EventSignal
+		w.Kind = driver.EventSignal
 	default:
-		w.Kind = tasks.EventKind("join")
+		w.Kind = driver.EventKind("join")
 	}
 	parts := strings.SplitN(v[2:], ":", 3)
 	if len(parts) != 3 {
@@ -172,10 +172,10 @@ redis.call('HSET', KEYS[1], 'ev', '1')
 return 1
 `
 
-// Waiting implements tasks.EventStore: one read-only script.
-func (s *Store) Waiting(ctx context.Context, id, name, proof string, now time.Time) (*tasks.EventWait, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+// Waiting implements driver.EventStore: one read-only script.
+func (s *Store) Waiting(ctx context.Context, id, name, proof string, now time.Time) (*driver.EventWait, error) {
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	t, _, _, _ := s.keys(id)
 	sctx, span := s.span(ctx, "waiting")
@@ -187,9 +187,9 @@ func (s *Store) Waiting(ctx context.Context, id, name, proof string, now time.Ti
 	code, _ := arr[0].AsInt64()
 	switch code {
 	case -2:
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	case -1:
-		return nil, tasks.ErrEventClosed
+		return nil, driver.ErrEventClosed
 	case 0:
 		return nil, nil
 	}
@@ -201,19 +201,19 @@ func (s *Store) Waiting(ctx context.Context, id, name, proof string, now time.Ti
 	return decodeWait(wname, v)
 }
 
-// Deliver implements tasks.EventStore: one script. When the store does not
+// Deliver implements driver.EventStore: one script. When the store does not
 // dispatch, the due entry of a task that exists moves to now+grace at the
 // latest, in the same round trip, before the script (as Update's does),
 // so that the sweeper finds a task the delivery resumed if its caller dies
 // before it enqueues it.
-func (s *Store) Deliver(ctx context.Context, id string, d *tasks.Delivery) (bool, error) {
-	if !tasks.ValidID(id) || d.Name == "" {
-		return false, tasks.ErrNotFound
+func (s *Store) Deliver(ctx context.Context, id string, d *driver.Delivery) (bool, error) {
+	if !driver.ValidID(id) || d.Name == "" {
+		return false, driver.ErrNotFound
 	}
 	t, _, _, _ := s.keys(id)
 	before := s.index(s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(d.Now.Add(s.grace).UnixMilli()), id).Build())
 	res, _, waitErr := s.run(ctx, s.sc.deliver, s.withQueue(id, t, s.eventsKey(id)),
-		[]string{d.Name, d.Proof, string(d.Payload), ms(d.Now), strconv.Itoa(tasks.MaxEvents)}, before, nil, true)
+		[]string{d.Name, d.Proof, string(d.Payload), ms(d.Now), strconv.Itoa(driver.MaxEvents)}, before, nil, true)
 	n, err := res.AsInt64()
 	if err == nil && n > 0 {
 		err = waitErr
@@ -223,9 +223,9 @@ func (s *Store) Deliver(ctx context.Context, id string, d *tasks.Delivery) (bool
 	}
 	switch n {
 	case -2:
-		return false, tasks.ErrNotFound
+		return false, driver.ErrNotFound
 	case -1:
-		return false, tasks.ErrEventClosed
+		return false, driver.ErrEventClosed
 	}
 	return n == 2, nil
 }
@@ -246,9 +246,9 @@ func eventsOf(h map[string]string) (map[string]inspect.Event, error) {
 			r.State, r.Payload = "delivered", json.RawMessage(v[2:])
 			switch v[1] {
 			case 'c':
-				r.Kind = tasks.EventCallback
+				r.Kind = driver.EventCallback
 			case 's':
-				r.Kind = tasks.EventSignal
+				r.Kind = driver.EventSignal
 			default:
 				r.Kind = "join"
 			}

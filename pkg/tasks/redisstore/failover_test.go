@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // failoverIDs returns n new task ids whose keys and due-index shard are
@@ -19,7 +19,7 @@ func failoverIDs(t *testing.T, cl *testredis.Cluster, s *Store, master *testredi
 	t.Helper()
 	var ids []string
 	for len(ids) < n {
-		id := tasks.NewID()
+		id := driver.NewID()
 		onTask, onShard := cl.MasterOf(t, "{"+id+"}") == master, cl.MasterOf(t, s.dueKey(id)) == master
 		if onTask == want && onShard == want {
 			ids = append(ids, id)
@@ -44,7 +44,7 @@ func TestFailoverCreatesElsewhere(t *testing.T) {
 	create := func(id string) error {
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
-		_, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: time.Now()})
+		_, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: time.Now()})
 		return err
 	}
 	cl.Kill(t, victim)
@@ -111,7 +111,7 @@ func failover(t *testing.T, wait int) losses {
 	completed := map[string]bool{} // commits that reported the task completed
 	journaled := map[string]int{}  // steps whose commit returned nil, by task
 	create := func(id string) {
-		if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err == nil {
+		if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}); err == nil {
 			handles[id] = true
 		} else if !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("Create: %v", err)
@@ -122,9 +122,9 @@ func failover(t *testing.T, wait int) losses {
 		if err != nil || cl.Gen == 0 {
 			t.Fatalf("Claim %s: %v", id, err)
 		}
-		ch := &tasks.Change{Now: now, Release: true, Append: []tasks.Entry{{Name: fmt.Sprint("step", len(cl.Journal)), Kind: tasks.KindDo, Value: json.RawMessage(`1`)}}}
+		ch := &driver.Change{Now: now, Release: true, Append: []driver.Entry{{Name: fmt.Sprint("step", len(cl.Journal)), Kind: driver.KindDo, Value: json.RawMessage(`1`)}}}
 		if complete {
-			ch = &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}
+			ch = &driver.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}
 		}
 		switch err := s.Commit(ctx, cl, ch); {
 		case err == nil && complete:
@@ -171,14 +171,14 @@ func failover(t *testing.T, wait int) losses {
 	}
 	for id := range handles {
 		rec, err := inspectRetrying(t, s, id)
-		if errors.Is(err, tasks.ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			l.handles++
 			continue
 		}
 		if err != nil {
 			t.Fatalf("Inspect %s after the failover: %v", id, err)
 		}
-		if completed[id] && rec.Task.Status != tasks.StatusCompleted {
+		if completed[id] && rec.Task.Status != driver.StatusCompleted {
 			l.terminal++
 		}
 		if n := steps(rec); n < journaled[id] {
@@ -197,7 +197,7 @@ func inspectRetrying(t *testing.T, s *Store, id string) (*Record, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		rec, err := s.Inspect(ctx, id)
 		cancel()
-		if err == nil || errors.Is(err, tasks.ErrNotFound) || time.Now().After(deadline) {
+		if err == nil || errors.Is(err, driver.ErrNotFound) || time.Now().After(deadline) {
 			return rec, err
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -208,7 +208,7 @@ func inspectRetrying(t *testing.T, s *Store, id string) (*Record, error) {
 func steps(rec *Record) int {
 	n := 0
 	for _, e := range rec.Journal {
-		if e.Kind == tasks.KindDo {
+		if e.Kind == driver.KindDo {
 			n++
 		}
 	}

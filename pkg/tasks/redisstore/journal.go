@@ -6,21 +6,21 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/internal/jsonscan"
 )
 
 // decodeEntry decodes one journal entry exactly as json.Unmarshal does
 // (FuzzDecodeEntry compares them). Every claim decodes the task's whole
 // journal, so a task of n steps decodes O(n²) entries over its life: the
-// entries the store writes itself (compact JSON of tasks.Entry: known
+// entries the store writes itself (compact JSON of driver.Entry: known
 // members once each, strings without escapes, integers) are split by
 // slicing, checking the syntax on the way, and anything else goes to
 // json.Unmarshal.
-func decodeEntry(raw string) (tasks.Entry, error) {
-	var e tasks.Entry
+func decodeEntry(raw string) (driver.Entry, error) {
+	var e driver.Entry
 	if !fastEntry(raw, &e) {
-		e = tasks.Entry{}
+		e = driver.Entry{}
 		err := json.Unmarshal([]byte(raw), &e)
 		return e, err
 	}
@@ -29,7 +29,7 @@ func decodeEntry(raw string) (tasks.Entry, error) {
 
 // fastEntry decodes raw into e; it reports false (e then partly set) for
 // anything outside the store's own shape, and for invalid JSON.
-func fastEntry(raw string, e *tasks.Entry) bool {
+func fastEntry(raw string, e *driver.Entry) bool {
 	if len(raw) < 2 || raw[0] != '{' {
 		return false
 	}
@@ -65,7 +65,7 @@ func fastEntry(raw string, e *tasks.Entry) bool {
 			case "n":
 				e.Name = s
 			case "k":
-				e.Kind = tasks.EntryKind(s)
+				e.Kind = driver.EntryKind(s)
 			default:
 				e.Err = s
 			}
@@ -125,7 +125,7 @@ func fastEntry(raw string, e *tasks.Entry) bool {
 	}
 }
 
-// entryMembers are the JSON member names of tasks.Entry, each with a bit.
+// entryMembers are the JSON member names of driver.Entry, each with a bit.
 var entryMembers = map[string]uint16{
 	"n": 1 << 0, "k": 1 << 1, "v": 1 << 2, "e": 1 << 3, "u": 1 << 4,
 	"ks": 1 << 5, "any": 1 << 6, "t": 1 << 7, "a": 1 << 8, "d": 1 << 9,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // journalSeeds are entries as the store writes them, and shapes it does
@@ -14,15 +14,15 @@ import (
 func journalSeeds(tb testing.TB) []string {
 	at := time.Date(2026, 12, 2, 2, 40, 11, 123456789, time.UTC)
 	var seeds []string
-	for _, e := range []tasks.Entry{
-		{Name: "part-1", Kind: tasks.KindDo, Value: json.RawMessage(`1`), At: at, Attempt: 1, Took: 12345},
-		{Name: "fetch", Kind: tasks.KindDo, Value: json.RawMessage(`{"a":[1,"x\"}",{"b":null}],"c":"é"}`), At: at, Attempt: 2},
-		{Name: "fetch", Kind: tasks.KindDo, Err: "boom: \"quoted\"", At: at, Attempt: 3, Took: time.Second},
-		{Name: "nap", Kind: tasks.KindSleep, Until: at.Add(time.Hour), At: at},
-		{Name: "q", Kind: tasks.KindInput, Keys: []string{"a", "b"}, Any: true, Until: at},
-		{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{"method":"elicitation/create"}`)},
-		{Name: "stop", Kind: tasks.KindCheck, Value: json.RawMessage(`"yes"`)},
-		{Name: "part-2", Kind: tasks.KindAttempt, Err: "x", Until: at, At: at, Attempt: 1, Took: 5},
+	for _, e := range []driver.Entry{
+		{Name: "part-1", Kind: driver.KindDo, Value: json.RawMessage(`1`), At: at, Attempt: 1, Took: 12345},
+		{Name: "fetch", Kind: driver.KindDo, Value: json.RawMessage(`{"a":[1,"x\"}",{"b":null}],"c":"é"}`), At: at, Attempt: 2},
+		{Name: "fetch", Kind: driver.KindDo, Err: "boom: \"quoted\"", At: at, Attempt: 3, Took: time.Second},
+		{Name: "nap", Kind: driver.KindSleep, Until: at.Add(time.Hour), At: at},
+		{Name: "q", Kind: driver.KindInput, Keys: []string{"a", "b"}, Any: true, Until: at},
+		{Name: "stop", Kind: driver.KindOffer, Value: json.RawMessage(`{"method":"elicitation/create"}`)},
+		{Name: "stop", Kind: driver.KindCheck, Value: json.RawMessage(`"yes"`)},
+		{Name: "part-2", Kind: driver.KindAttempt, Err: "x", Until: at, At: at, Attempt: 1, Took: 5},
 		{},
 	} {
 		b, err := json.Marshal(e)
@@ -54,7 +54,7 @@ func FuzzDecodeEntry(f *testing.F) {
 }
 
 func checkDecodeEntry(t *testing.T, raw string) {
-	var want tasks.Entry
+	var want driver.Entry
 	wantErr := json.Unmarshal([]byte(raw), &want)
 	got, err := decodeEntry(raw)
 	if (err != nil) != (wantErr != nil) {
@@ -80,7 +80,7 @@ func BenchmarkDecodeEntry(b *testing.B) {
 	b.Run("json.Unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var e tasks.Entry
+			var e driver.Entry
 			if err := json.Unmarshal([]byte(raw), &e); err != nil {
 				b.Fatal(err)
 			}

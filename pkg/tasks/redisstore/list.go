@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/redis/rueidis"
 )
 
-// The list index (tasks.Lister): a sorted set <prefix>list:<h> per
+// The list index (driver.Lister): a sorted set <prefix>list:<h> per
 // principal (h: a hash of the principal) holds the ids of the principal's
 // tasks, scored by their expiry. Create adds to it in the round trip that
 // creates the task; expired members are dropped at every addition, the
@@ -49,31 +49,31 @@ func (s *Store) listKey(owner string) string {
 }
 
 // indexCmd is the command that adds a new task to its owner's list index.
-func (s *Store) indexCmd(nt *tasks.NewTask, now, exp time.Time) rueidis.Completed {
+func (s *Store) indexCmd(nt *driver.NewTask, now, exp time.Time) rueidis.Completed {
 	return s.c.B().Evalsha().Sha1(indexScript.sha).Numkeys(1).Key(s.listKey(nt.Owner)).
 		Arg(ms(now), ms(exp), nt.ID, strconv.Itoa(s.maxListed)).Build()
 }
 
 // indexAgain runs the index script through rueidis (which loads it) after
 // its EVALSHA in a pipeline found the server without it.
-func (s *Store) indexAgain(ctx context.Context, nt *tasks.NewTask, now, exp time.Time) error {
+func (s *Store) indexAgain(ctx context.Context, nt *driver.NewTask, now, exp time.Time) error {
 	return indexScript.lua.Exec(ctx, s.c, []string{s.listKey(nt.Owner)},
 		[]string{ms(now), ms(exp), nt.ID, strconv.Itoa(s.maxListed)}).Error()
 }
 
-var _ tasks.Lister = (*Store)(nil)
+var _ driver.Lister = (*Store)(nil)
 
-// List implements tasks.Lister: newest first (by expiry, then id), a page
+// List implements driver.Lister: newest first (by expiry, then id), a page
 // at a time. The cursor is the score and id of the page's last member.
-func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	if limit <= 0 {
-		limit = tasks.ListPageSize
+		limit = driver.ListPageSize
 	}
 	max, afterID := "+inf", ""
 	if cursor != "" {
 		score, id, ok := decodeCursor(cursor)
 		if !ok {
-			return nil, "", tasks.ErrBadCursor
+			return nil, "", driver.ErrBadCursor
 		}
 		max, afterID = strconv.FormatInt(score, 10), id
 	}
@@ -105,10 +105,10 @@ func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now t
 	if !more && len(members) == limit+listScanExtra+1 {
 		more = len(page) > 0 // a page of ties only: go on from its last member
 	}
-	out := make([]*tasks.Task, 0, len(page))
+	out := make([]*driver.Task, 0, len(page))
 	cmds := make([]rueidis.Completed, 0, len(page))
 	for _, e := range page {
-		if !tasks.ValidID(e.id) {
+		if !driver.ValidID(e.id) {
 			continue
 		}
 		keys := s.readKeys(e.id)
@@ -120,7 +120,7 @@ func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now t
 			t, err := s.read(ctx, id, owner)
 			if err == nil {
 				out = append(out, t)
-			} else if err != tasks.ErrNotFound {
+			} else if err != driver.ErrNotFound {
 				return nil, "", err
 			}
 			continue
@@ -133,7 +133,7 @@ func (s *Store) List(ctx context.Context, owner, cursor string, limit int, now t
 			return nil, "", fmt.Errorf("redisstore: list: %w", err)
 		}
 		t, err := decodeRead(id, arr)
-		if err == tasks.ErrNotFound {
+		if err == driver.ErrNotFound {
 			continue
 		}
 		if err != nil {
@@ -159,7 +159,7 @@ func decodeCursor(c string) (int64, string, bool) {
 		return 0, "", false
 	}
 	sc, id, ok := strings.Cut(string(b), ":")
-	if !ok || !tasks.ValidID(id) {
+	if !ok || !driver.ValidID(id) {
 		return 0, "", false
 	}
 	n, err := strconv.ParseInt(sc, 10, 64)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/slots"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 )
@@ -36,9 +36,9 @@ import (
 // / indexWindow). The ZADD of a creation also sets the marker's score with
 // LT, so its reply counts 2 (CH: the marker changed) exactly when the set
 // is new or the hour turned since the last upkeep; the script then does
-// the upkeep: it drops members created more than tasks.MaxTTL ago and the
+// the upkeep: it drops members created more than driver.MaxTTL ago and the
 // oldest beyond Options.MaxIndexed, and sets the set's expiry to
-// tasks.MaxTTL plus an hour from now (past the end of every task it
+// driver.MaxTTL plus an hour from now (past the end of every task it
 // holds: a task was added after the last upkeep, within the hour before
 // it). So a creation costs one command, and one creation an hour per
 // shard costs three more. Between upkeeps the set may exceed MaxIndexed
@@ -67,9 +67,9 @@ func (s *Store) allIndexLua() string {
 	return `
 local function indexAll(key, now, id)
   if redis.call('ZADD', key, 'LT', 'CH', -math.floor(now / ` + n(indexWindow) + `), '~', now, id) == 2 then
-    redis.call('ZREMRANGEBYSCORE', key, 0, now - ` + n(tasks.MaxTTL) + `)
+    redis.call('ZREMRANGEBYSCORE', key, 0, now - ` + n(driver.MaxTTL) + `)
     redis.call('ZREMRANGEBYRANK', key, 1, -` + strconv.Itoa(s.maxIndexed+1) + `)
-    redis.call('PEXPIRE', key, ` + n(tasks.MaxTTL+indexWindow) + `)
+    redis.call('PEXPIRE', key, ` + n(driver.MaxTTL+indexWindow) + `)
   end
 end
 `
@@ -101,7 +101,7 @@ func (s *Store) withIndex(id string, keys ...string) []string {
 
 // indexAfter returns the command that indexes a new task after its create
 // script, for a store that cannot index inside it (a Redis Cluster).
-func (s *Store) indexAfter(nt *tasks.NewTask, now time.Time) []rueidis.Completed {
+func (s *Store) indexAfter(nt *driver.NewTask, now time.Time) []rueidis.Completed {
 	if s.allKeys == nil || s.indexInline {
 		return nil
 	}
@@ -118,12 +118,12 @@ type indexed struct {
 // ListAll implements inspect.Lister over the index of all tasks (see the
 // top of this file). Each round trip reads up to limit+16 members of each
 // shard and then their tasks, until limit tasks matched or the index ends.
-func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	if s.allKeys == nil {
 		return nil, "", errNoIndex
 	}
 	if limit <= 0 {
-		limit = tasks.ListPageSize
+		limit = driver.ListPageSize
 	}
 	// The score range: created at or after lo, at or before hi; at hi,
 	// only ids below afterID (ties go by id, descending).
@@ -131,11 +131,11 @@ func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, l
 	if cursor != "" {
 		score, id, ok := decodeCursor(cursor)
 		if !ok {
-			return nil, "", tasks.ErrBadCursor
+			return nil, "", driver.ErrBadCursor
 		}
 		hi, afterID = score, id
 	}
-	lo := max(now.Add(-tasks.MaxTTL).UnixMilli(), 0)
+	lo := max(now.Add(-driver.MaxTTL).UnixMilli(), 0)
 	if f != nil {
 		if !f.Since.IsZero() {
 			lo = max(lo, ceilMs(f.Since))
@@ -147,7 +147,7 @@ func (s *Store) ListAll(ctx context.Context, f *inspect.Filter, cursor string, l
 		}
 	}
 	batch := limit + listScanExtra
-	var out []*tasks.Task
+	var out []*driver.Task
 	for hi >= lo {
 		page, exhausted, err := s.indexPage(ctx, lo, hi, afterID, batch)
 		if err != nil {
@@ -211,7 +211,7 @@ func (s *Store) indexPage(ctx context.Context, lo, hi int64, afterID string, n i
 				if afterID != "" && sc == hi && z.Member >= afterID {
 					continue
 				}
-				if tasks.ValidID(z.Member) {
+				if driver.ValidID(z.Member) {
 					all = append(all, indexed{z.Member, sc})
 				}
 				kept++
@@ -250,18 +250,18 @@ func (s *Store) zrangeDesc(key string, lo, hi int64, off, n int) rueidis.Complet
 
 // peekMany reads the tasks of page in one round trip, as Peek does; a task
 // that is gone is nil.
-func (s *Store) peekMany(ctx context.Context, page []indexed) ([]*tasks.Task, error) {
+func (s *Store) peekMany(ctx context.Context, page []indexed) ([]*driver.Task, error) {
 	cmds := make([]rueidis.Completed, len(page))
 	for i, e := range page {
 		keys := s.readKeys(e.id)
 		cmds[i] = s.c.B().Evalsha().Sha1(getScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg("").Build()
 	}
-	out := make([]*tasks.Task, len(page))
+	out := make([]*driver.Task, len(page))
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
 		id := page[i].id
 		if err := r.Error(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			t, err := s.read(ctx, id, "")
-			if err != nil && err != tasks.ErrNotFound {
+			if err != nil && err != driver.ErrNotFound {
 				return nil, err
 			}
 			out[i] = t
@@ -275,7 +275,7 @@ func (s *Store) peekMany(ctx context.Context, page []indexed) ([]*tasks.Task, er
 			return nil, fmt.Errorf("redisstore: list all: %w", err)
 		}
 		t, err := decodeRead(id, arr)
-		if err == tasks.ErrNotFound {
+		if err == driver.ErrNotFound {
 			continue
 		}
 		if err != nil {

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
-	"github.com/redis/rueidis"
 )
 
 // midHour is a time in the middle of the current hour: creations at it and
@@ -21,7 +22,7 @@ func midHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(30 * 
 
 // The index of all tasks is bounded and expiring: the first creation of
 // an hour drops the members beyond Options.MaxIndexed and those created
-// more than tasks.MaxTTL ago, and sets the set's expiry past the end of
+// more than driver.MaxTTL ago, and sets the set's expiry past the end of
 // every task it holds; the other creations of the hour add one member.
 // A store with the index off writes none.
 func TestAllIndexBounded(t *testing.T) {
@@ -33,8 +34,8 @@ func TestAllIndexBounded(t *testing.T) {
 			now := midHour()
 			create := func(at time.Time) string {
 				t.Helper()
-				id := tasks.NewID()
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: time.Hour, PollInterval: time.Second, Now: at}); err != nil {
 					t.Fatal(err)
 				}
@@ -57,7 +58,7 @@ func TestAllIndexBounded(t *testing.T) {
 				t.Errorf("index within one hour = %v, want the marker and all five %v", got, made)
 			}
 			pttl, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
-			if want := (tasks.MaxTTL + indexWindow).Milliseconds(); err != nil || pttl <= want-time.Minute.Milliseconds() || pttl > want {
+			if want := (driver.MaxTTL + indexWindow).Milliseconds(); err != nil || pttl <= want-time.Minute.Milliseconds() || pttl > want {
 				t.Errorf("index PTTL = %d (%v), want about %d", pttl, err, want)
 			}
 			// The next hour's first creation trims to the newest three.
@@ -70,13 +71,13 @@ func TestAllIndexBounded(t *testing.T) {
 				t.Errorf("ListAll = %v, %q, %v; want the three indexed tasks, newest first", ids(ts), next, err)
 			}
 			// A creation more than MaxTTL later drops every older member.
-			last := create(now.Add(tasks.MaxTTL + 2*time.Hour))
+			last := create(now.Add(driver.MaxTTL + 2*time.Hour))
 			if got := members(); !slices.Equal(got, []string{"~", last}) {
 				t.Errorf("index after MaxTTL = %v, want the marker and %s", got, last)
 			}
 
 			off := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})
-			if _, err := off.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+			if _, err := off.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 				TTL: time.Hour, Now: now}); err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 		stores := [2]*Store{mk(0), mk(-1)}
 		now := midHour()
 		create := func(s *Store, i int) {
-			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+			if _, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
 				t.Fatal(err)
 			}
@@ -193,13 +194,13 @@ func TestListAllSkipsGone(t *testing.T) {
 	s := New(rc, &Options{Prefix: uniquePrefix()})
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	keep := tasks.NewID()
-	if _, err := s.Create(ctx, &tasks.NewTask{ID: keep, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
+	keep := driver.NewID()
+	if _, err := s.Create(ctx, &driver.NewTask{ID: keep, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	// 60 entries newer than it whose tasks are gone.
 	for i := range 60 {
-		if err := rc.Do(ctx, rc.B().Zadd().Key(s.allKeys[0]).ScoreMember().ScoreMember(float64(now.UnixMilli()+int64(i)+1), tasks.NewID()).Build()).Error(); err != nil {
+		if err := rc.Do(ctx, rc.B().Zadd().Key(s.allKeys[0]).ScoreMember().ScoreMember(float64(now.UnixMilli()+int64(i)+1), driver.NewID()).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +210,7 @@ func TestListAllSkipsGone(t *testing.T) {
 	}
 }
 
-func ids(ts []*tasks.Task) []string {
+func ids(ts []*driver.Task) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = t.ID

@@ -1,4 +1,4 @@
-// Package redisstore implements [tasks.Store] on Redis through rueidis.
+// Package redisstore implements [driver.Store] on Redis through rueidis.
 //
 // Layout: a task lives in up to five keys sharing the hash tag {id}, so all
 // of them sit in one Cluster slot and every transition is one atomic
@@ -14,8 +14,8 @@
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests.
 //
-// Only ids of the form tasks.NewID issues (tasks.ValidID) become keys: the
-// store answers tasks.ErrNotFound for any other id without a round trip,
+// Only ids of the form driver.NewID issues (driver.ValidID) become keys: the
+// store answers driver.ErrNotFound for any other id without a round trip,
 // so no caller-chosen id can name a key that is not a task's (such as a
 // queue sharing the prefix, "<prefix>{queue}").
 //
@@ -34,9 +34,9 @@
 // sweeper while its record says otherwise.
 //
 // A worker's claim stamps the task's lease end (field lease) and bumps its
-// fencing generation (gen); RenewLease (tasks.LeaseRenewer) moves the end
+// fencing generation (gen); RenewLease (driver.LeaseRenewer) moves the end
 // while the generation holds, and a claim that finds an end that ran out
-// without a release reports it (tasks.Claim.Lost). With Options.Queue,
+// without a release reports it (driver.Claim.Lost). With Options.Queue,
 // each renewal also holds the task's queue message until the lease's new
 // end in the same script (redisqueue.LuaHold), so that a worker that dies
 // is replaced when its lease runs out without anything being sent for it;
@@ -51,7 +51,7 @@
 // time is answered ErrNotReplicated (a creation is undone first, best
 // effort, so no task runs for a handle that was refused).
 //
-// When a creation carries a limit (tasks.NewTask.MaxLive), a sorted set
+// When a creation carries a limit (driver.NewTask.MaxLive), a sorted set
 // <prefix>live:<h> per principal (h: a hash of the principal) holds the ids
 // of the principal's live tasks, scored by their expiry. It has its own
 // Cluster slot, so it is never in a script with task keys: a creation first
@@ -64,7 +64,7 @@
 // its expiry. The set expires with its last member.
 //
 // A sorted set <prefix>list:<h> per principal indexes its tasks for
-// tasks.Lister (the 2025-11-25 tasks/list): see list.go. A sorted set
+// driver.Lister (the 2025-11-25 tasks/list): see list.go. A sorted set
 // <prefix>all (one per due-index shard) indexes every task for
 // inspect.Lister (the operator's view), at one ZADD per creation, inside
 // the create script: see listall.go.
@@ -84,7 +84,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/attribute"
@@ -102,7 +102,7 @@ type Options struct {
 	// Zero means 30s.
 	EnqueueGrace time.Duration
 	// IndexTTL is the expiry refreshed on the due index at every write;
-	// zero means 8 days (longer than any task TTL, see tasks.MaxTTL).
+	// zero means 8 days (longer than any task TTL, see driver.MaxTTL).
 	IndexTTL time.Duration
 	// Queue, when set, is the Redis queue on the same standalone Redis
 	// server that the tasks are dispatched to: the store enqueues a task
@@ -117,9 +117,9 @@ type Options struct {
 	// consumes without receives, two round trips per step in all. On a
 	// Redis Cluster it is ignored (a script runs on
 	// one slot, and the queue's keys live in other slots than a task's):
-	// the store does not dispatch, and tasks.Server enqueues.
+	// the store does not dispatch, and the tasks Server enqueues.
 	Queue *redisqueue.Queue
-	// MaxListed bounds each principal's list index (tasks.Lister): List
+	// MaxListed bounds each principal's list index (driver.Lister): List
 	// shows at most the newest MaxListed unexpired tasks of a principal.
 	// Zero means DefaultMaxListed.
 	MaxListed int
@@ -155,7 +155,7 @@ func CheckPrefix(prefix string) error {
 	return nil
 }
 
-// Store is a tasks.Store on Redis. It is safe for concurrent use.
+// Store is a driver.Store on Redis. It is safe for concurrent use.
 type Store struct {
 	c         rueidis.Client
 	prefix    string
@@ -187,8 +187,8 @@ type Store struct {
 }
 
 var (
-	_ tasks.Store        = (*Store)(nil)
-	_ tasks.LeaseRenewer = (*Store)(nil)
+	_ driver.Store        = (*Store)(nil)
+	_ driver.LeaseRenewer = (*Store)(nil)
 )
 
 // New returns a Store using c, which the caller owns and closes.
@@ -273,11 +273,11 @@ func endSpan(span trace.Span, err error) {
 }
 
 // Dispatches reports whether the store enqueues tasks itself (see
-// Options.Queue): tasks.Server then does not enqueue after a creation, a
+// Options.Queue): the tasks Server then does not enqueue after a creation, a
 // worker's commit or a resuming update.
 func (s *Store) Dispatches() bool { return s.queueKeys != nil }
 
-// HonoursDeadline implements tasks.DeadlineHonourer: every call returns
+// HonoursDeadline implements driver.DeadlineHonourer: every call returns
 // soon after its context's deadline, since rueidis sets each connection's
 // deadline (and a dial's) from the context.
 func (s *Store) HonoursDeadline() bool { return true }
@@ -368,10 +368,10 @@ func (s *Store) forget(ctx context.Context, id, owner string) error {
 }
 
 // reserve takes a place for nt in its owner's live set, or answers
-// tasks.ErrTooManyTasks. added is false when the id already held one. A
+// driver.ErrTooManyTasks. added is false when the id already held one. A
 // full set is checked once for members whose task ended (a removal lost
 // with a crashed process); they are dropped and the reservation retried.
-func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (added bool, err error) {
+func (s *Store) reserve(ctx context.Context, nt *driver.NewTask, exp time.Time) (added bool, err error) {
 	key := s.liveKey(nt.Owner)
 	args := []string{ms(nt.Now), nt.ID, ms(exp), strconv.Itoa(nt.MaxLive)}
 	for attempt := 0; ; attempt++ {
@@ -390,10 +390,10 @@ func (s *Store) reserve(ctx context.Context, nt *tasks.NewTask, exp time.Time) (
 			return false, fmt.Errorf("redisstore: create %s: reserving: %w", nt.ID, err)
 		}
 		if attempt > 0 {
-			return false, tasks.ErrTooManyTasks
+			return false, driver.ErrTooManyTasks
 		}
 		if n, err := s.dropEnded(ctx, key, members); err != nil || n == 0 {
-			return false, errors.Join(tasks.ErrTooManyTasks, err)
+			return false, errors.Join(driver.ErrTooManyTasks, err)
 		}
 	}
 }
@@ -408,7 +408,7 @@ func (s *Store) dropEnded(ctx context.Context, key string, members []string) (in
 	var ids []string
 	var cmds []rueidis.Completed
 	for _, id := range members {
-		if tasks.ValidID(id) {
+		if driver.ValidID(id) {
 			t, _, _, _ := s.keys(id)
 			ids = append(ids, id)
 			cmds = append(cmds, s.c.B().Hget().Key(t).Field("status").Build())
@@ -423,7 +423,7 @@ func (s *Store) dropEnded(ctx context.Context, key string, members []string) (in
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return 0, fmt.Errorf("redisstore: checking live tasks: %w", err)
 		}
-		if tasks.Status(st).Terminal() {
+		if driver.Status(st).Terminal() {
 			gone = append(gone, ids[i])
 		}
 	}
@@ -537,20 +537,20 @@ func (s *Store) schedule(id string, at time.Time) []rueidis.Completed {
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// Create implements tasks.Store.
-func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, error) {
+// Create implements driver.Store.
+func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, error) {
 	if nt.Owner == "" {
 		return nil, errors.New("redisstore: create: empty owner")
 	}
-	if !tasks.ValidID(nt.ID) {
-		return nil, fmt.Errorf("redisstore: create: %q is not an id from tasks.NewID", nt.ID)
+	if !driver.ValidID(nt.ID) {
+		return nil, fmt.Errorf("redisstore: create: %q is not an id from driver.NewID", nt.ID)
 	}
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
 	t, _, j, r := s.keys(nt.ID)
 	fields := []string{
 		"owner", nt.Owner, "tool", nt.Tool, "args", string(nt.Args),
-		"status", string(tasks.StatusWorking), "created", ms(now), "updated", ms(now),
+		"status", string(driver.StatusWorking), "created", ms(now), "updated", ms(now),
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
@@ -582,7 +582,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	// Index first (in the same pipeline): a task must never exist outside the
 	// due index, or a lost enqueue could not be recovered. A dangling entry
 	// is cleaned by the sweeper.
-	// The owner's list index (tasks.Lister) in the same round trip, for a
+	// The owner's list index (driver.Lister) in the same round trip, for a
 	// task that is listed (NewTask.Listed).
 	before := s.index(s.schedule(nt.ID, now.Add(s.grace))...)
 	if nt.Listed {
@@ -618,11 +618,11 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 		return nil, fmt.Errorf("redisstore: create %s: %w", nt.ID, err)
 	}
 	if n == 0 {
-		return nil, tasks.ErrExists
+		return nil, driver.ErrExists
 	}
-	return &tasks.Task{
+	return &driver.Task{
 		ID: nt.ID, Owner: nt.Owner, Tool: nt.Tool, Args: nt.Args,
-		Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now,
+		Status: driver.StatusWorking, CreatedAt: now, UpdatedAt: now,
 		TTL: nt.TTL, PollInterval: nt.PollInterval, TraceParent: nt.TraceParent,
 	}, nil
 }
@@ -632,7 +632,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 // primary): its keys, its due-index entry, its list entry and, when the
 // store dispatches, its queue message. The live-set place is handed back
 // by Create.
-func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
+func (s *Store) uncreate(ctx context.Context, nt *driver.NewTask) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
 	defer cancel()
 	t, p, j, r := s.keys(nt.ID)
@@ -653,32 +653,32 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	s.c.DoMulti(ctx, cmds...)
 }
 
-// Get implements tasks.Store. The owner is compared inside Redis, so a
+// Get implements driver.Store. The owner is compared inside Redis, so a
 // foreign task and an unknown one cost the same (one round trip and a nil
 // reply: nothing of the foreign task crosses the wire) and answer the same.
-func (s *Store) Get(ctx context.Context, owner, id string) (*tasks.Task, error) {
+func (s *Store) Get(ctx context.Context, owner, id string) (*driver.Task, error) {
 	if owner == "" {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	return s.read(ctx, id, owner)
 }
 
-// Peek implements tasks.Store.
-func (s *Store) Peek(ctx context.Context, id string) (*tasks.Task, error) {
+// Peek implements driver.Store.
+func (s *Store) Peek(ctx context.Context, id string) (*driver.Task, error) {
 	return s.read(ctx, id, "")
 }
 
 // read returns the task (record and outstanding input, read atomically),
 // if owner is empty or owns it.
-func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+func (s *Store) read(ctx context.Context, id, owner string) (*driver.Task, error) {
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	sctx, span := s.span(ctx, "get")
 	arr, err := getScript.lua.Exec(sctx, s.c, s.readKeys(id), []string{owner}).ToArray()
 	endSpan(span, err)
 	if rueidis.IsRedisNil(err) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
@@ -687,7 +687,7 @@ func (s *Store) read(ctx context.Context, id, owner string) (*tasks.Task, error)
 }
 
 // decodeRead decodes the reply of getScript.
-func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
+func decodeRead(id string, arr []rueidis.RedisMessage) (*driver.Task, error) {
 	if len(arr) == 0 || len(arr) > 3 {
 		return nil, fmt.Errorf("redisstore: get %s: unexpected reply", id)
 	}
@@ -714,10 +714,10 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
 
 // decodeTask builds a task from its record; pending and offers are its
 // outstanding input requests, shown when it is input_required.
-func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, error) {
+func decodeTask(id string, h, pending, offers map[string]string) (*driver.Task, error) {
 	if h["owner"] == "" {
 		// A write that raced the key's expiry can leave a partial hash.
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	msTime := func(k string) time.Time {
 		n, _ := strconv.ParseInt(h[k], 10, 64)
@@ -730,9 +730,9 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 		n, _ := strconv.ParseInt(h[k], 10, 64)
 		return time.Duration(n) * time.Millisecond
 	}
-	t := &tasks.Task{
+	t := &driver.Task{
 		ID: id, Owner: h["owner"], Tool: h["tool"], Args: json.RawMessage(h["args"]),
-		Status: tasks.Status(h["status"]), StatusMessage: h["msg"],
+		Status: driver.Status(h["status"]), StatusMessage: h["msg"],
 		CreatedAt: msTime("created"), UpdatedAt: msTime("updated"),
 		TTL: msDur("ttl"), PollInterval: msDur("poll"),
 		CancelRequested: h["cancel"] == "1",
@@ -743,13 +743,13 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 		t.Result = json.RawMessage(v)
 	}
 	if v := h["error"]; v != "" {
-		var e tasks.ErrorObject
+		var e driver.ErrorObject
 		if err := json.Unmarshal([]byte(v), &e); err != nil {
 			return nil, fmt.Errorf("redisstore: task %s: decoding error: %w", id, err)
 		}
 		t.Error = &e
 	}
-	if t.Status == tasks.StatusInputRequired && len(pending)+len(offers) > 0 {
+	if t.Status == driver.StatusInputRequired && len(pending)+len(offers) > 0 {
 		t.InputRequests = make(map[string]json.RawMessage, len(pending)+len(offers))
 		for k, v := range pending {
 			t.InputRequests[k] = json.RawMessage(v)
@@ -761,16 +761,16 @@ func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, e
 	return t, nil
 }
 
-// Outstanding implements tasks.Store: one read-only script, the owner
+// Outstanding implements driver.Store: one read-only script, the owner
 // compared inside Redis.
 func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time) (map[string]json.RawMessage, error) {
-	if owner == "" || !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+	if owner == "" || !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
 	arr, err := outstandingScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if err == nil && len(arr) != 2 {
 		err = errors.New("unexpected reply")
@@ -791,7 +791,7 @@ func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time
 	return out, nil
 }
 
-// Update implements tasks.Store.
+// Update implements driver.Store.
 //
 // Only the owner's update may touch the task's entry in the due index (a
 // separate key in its own Cluster slot, so the script cannot write it). A
@@ -811,8 +811,8 @@ func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time
 // or non-resuming update costs one round trip; a resuming one two, as
 // before.
 func (s *Store) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage, now time.Time) (bool, error) {
-	if owner == "" || !tasks.ValidID(id) {
-		return false, tasks.ErrNotFound
+	if owner == "" || !driver.ValidID(id) {
+		return false, driver.ErrNotFound
 	}
 	t, p, _, r := s.keys(id)
 	args := make([]string, 0, 3+2*len(responses))
@@ -839,23 +839,23 @@ func (s *Store) Update(ctx context.Context, owner, id string, responses map[stri
 	}
 	switch n {
 	case -1:
-		return false, tasks.ErrNotFound
+		return false, driver.ErrNotFound
 	case 2:
 		return true, nil
 	}
 	return false, nil
 }
 
-// Cancel implements tasks.Store.
-func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (tasks.Status, bool, error) {
-	if owner == "" || !tasks.ValidID(id) {
-		return "", false, tasks.ErrNotFound
+// Cancel implements driver.Store.
+func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (driver.Status, bool, error) {
+	if owner == "" || !driver.ValidID(id) {
+		return "", false, driver.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
 	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id)), []string{owner, ms(now)}, nil, nil, true)
 	arr, err := res.ToArray()
 	if rueidis.IsRedisNil(err) {
-		return "", false, tasks.ErrNotFound
+		return "", false, driver.ErrNotFound
 	}
 	if err == nil && len(arr) != 2 {
 		err = fmt.Errorf("unexpected reply of %d elements", len(arr))
@@ -868,7 +868,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	}
 	st, _ := arr[0].ToString()
 	ended, _ := arr[1].AsInt64()
-	status := tasks.Status(st)
+	status := driver.Status(st)
 	if status.Terminal() && !s.Dispatches() {
 		if err := s.forget(ctx, id, owner); err != nil {
 			return status, ended == 1, err
@@ -877,10 +877,10 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 	return status, ended == 1, nil
 }
 
-// Claim implements tasks.Store.
-func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*tasks.Claim, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+// Claim implements driver.Store.
+func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.Duration) (*driver.Claim, error) {
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
 	// The due index moves to no later than the lease's end, in the same
@@ -902,19 +902,19 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		if !s.Dispatches() {
 			_ = s.Schedule(ctx, id, time.Time{})
 		}
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	case "L":
-		return nil, tasks.ErrLeased
+		return nil, driver.ErrLeased
 	case "P", "W":
 		wake, _ := arr[3].AsInt64()
-		task := &tasks.Task{ID: id, Status: tasks.StatusWorking}
+		task := &driver.Task{ID: id, Status: driver.StatusWorking}
 		if code == "P" {
-			task.Status = tasks.StatusInputRequired
+			task.Status = driver.StatusInputRequired
 		}
 		if wake > 0 {
 			task.WakeAt = time.UnixMilli(wake).UTC()
 		}
-		return &tasks.Claim{Task: task}, nil
+		return &driver.Claim{Task: task}, nil
 	case "T", "X":
 		h, err := arr[4].AsStrMap()
 		if err != nil {
@@ -925,7 +925,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 			return nil, err
 		}
 		_ = s.forget(ctx, id, task.Owner)
-		return &tasks.Claim{Task: task, Ended: code == "X"}, nil
+		return &driver.Claim{Task: task, Ended: code == "X"}, nil
 	}
 	cl, err := decodeClaim(id, arr, now, lease)
 	if err != nil {
@@ -936,7 +936,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 
 // decodeClaim decodes the reply of a claim C (of a task, or of a branch:
 // see branchClaimLua) taken at now for lease.
-func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease time.Duration) (*tasks.Claim, error) {
+func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease time.Duration) (*driver.Claim, error) {
 	if len(arr) < 9 {
 		return nil, fmt.Errorf("a reply of %d elements", len(arr))
 	}
@@ -962,12 +962,12 @@ func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease tim
 	// event, is working from here).
 	task.Awaiting = ""
 	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
-	task.Status = tasks.StatusWorking
+	task.Status = driver.StatusWorking
 	raw, err := arr[5].AsStrSlice()
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	journal := make([]tasks.Entry, len(raw))
+	journal := make([]driver.Entry, len(raw))
 	for i, e := range raw {
 		if journal[i], err = decodeEntry(e); err != nil {
 			return nil, fmt.Errorf("journal entry %d: %w", i, err)
@@ -981,7 +981,7 @@ func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease tim
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
-	cl := &tasks.Claim{Task: task, Gen: gen, Journal: journal, Responses: rawMap(resp), Attempts: int(att)}
+	cl := &driver.Claim{Task: task, Gen: gen, Journal: journal, Responses: rawMap(resp), Attempts: int(att)}
 	if len(evs) > 0 {
 		cl.Events = rawMap(evs)
 	}
@@ -991,14 +991,14 @@ func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease tim
 	return cl, nil
 }
 
-// RenewLease implements tasks.LeaseRenewer: one script, which also holds
+// RenewLease implements driver.LeaseRenewer: one script, which also holds
 // the task's message until the lease's new end when the store dispatches.
 // It leaves the due index alone: the sweeper finds the lease live there
 // and looks again at its end.
-func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, lease time.Duration) error {
+func (s *Store) RenewLease(ctx context.Context, c *driver.Claim, now time.Time, lease time.Duration) error {
 	id := c.Task.ID
-	if !tasks.ValidID(id) {
-		return tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return driver.ErrNotFound
 	}
 	t, _, _, _ := s.keys(id)
 	res, _ := s.exec(ctx, s.sc.renew, s.withQueue(id, t),
@@ -1009,28 +1009,28 @@ func (s *Store) RenewLease(ctx context.Context, c *tasks.Claim, now time.Time, l
 	}
 	switch code {
 	case -2:
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	case -1:
-		return tasks.ErrFenced
+		return driver.ErrFenced
 	}
 	return nil
 }
 
-// Commit implements tasks.Store: one script, in one of two modes. A
+// Commit implements driver.Store: one script, in one of two modes. A
 // store that dispatches (Options.Queue) keeps the task's queue message and
 // the due index in the script itself, and hands the next message of the
 // task's queue shard back to the consumer that handles this one
 // (commitHandBack). One that does not keeps the due index with commands of
 // its own around the script (dueBefore, indexAfter).
-func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) error {
+func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) error {
 	id := c.Task.ID
-	if !tasks.ValidID(id) {
-		return tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return driver.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
 	op := ch.Op()
 	var hb *redisqueue.HandBack
-	if s.Dispatches() && op != tasks.OpKeep {
+	if s.Dispatches() && op != driver.OpKeep {
 		hb = s.queue.TakeHandBack(id)
 	}
 	args, err := commitArgs(c, ch, op, hb)
@@ -1038,7 +1038,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 		return err
 	}
 	forkKey := s.forkKey(id, 0)
-	if f := ch.Fork; op == tasks.OpAwait && f != nil {
+	if f := ch.Fork; op == driver.OpAwait && f != nil {
 		forkKey = s.forkKey(id, f.Number)
 	}
 	var after []rueidis.Completed
@@ -1068,14 +1068,14 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	code, _ := arr[0].AsInt64()
 	switch code {
 	case -2:
-		return tasks.ErrNotFound
+		return driver.ErrNotFound
 	case -1:
-		return tasks.ErrFenced
+		return driver.ErrFenced
 	}
 	n, _ := arr[1].AsInt64()
 	st, _ := arr[2].ToString()
 	woke, _ := arr[3].AsInt64()
-	c.Committed(ch, tasks.Status(st), int(n), woke == 1)
+	c.Committed(ch, driver.Status(st), int(n), woke == 1)
 	if s.Dispatches() {
 		return nil
 	}
@@ -1086,12 +1086,12 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 // with hb, the script also takes the next message of the task's queue
 // shard for hb's consumer (a store that dispatches: see
 // redisqueue.Queue.TakeHandBack).
-func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
+func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
 	var payload string
 	switch op {
-	case tasks.OpComplete:
+	case driver.OpComplete:
 		payload = string(ch.Complete)
-	case tasks.OpFail:
+	case driver.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: encoding error: %w", err)
@@ -1111,18 +1111,18 @@ func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.Hand
 		wake = ms(ch.WakeAt)
 	}
 	// Offers put up and withdrawn by the appended entries (see
-	// tasks.Change.Append).
+	// driver.Change.Append).
 	var offers, withdrawn []string
 	for _, e := range ch.Append {
 		switch e.Kind {
-		case tasks.KindOffer:
+		case driver.KindOffer:
 			offers = append(offers, e.Name, string(e.Value))
-		case tasks.KindWithdraw:
+		case driver.KindWithdraw:
 			withdrawn = append(withdrawn, e.Name)
 		}
 	}
 	var watch []string
-	if op == tasks.OpSleep {
+	if op == driver.OpSleep {
 		watch = ch.WakeOn
 	}
 	hbNow, hbReceipt := "", ""
@@ -1130,7 +1130,7 @@ func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.Hand
 		hbNow, hbReceipt = hb.Args()
 	}
 	awaited, fork := "", ""
-	if op == tasks.OpAwait {
+	if op == driver.OpAwait {
 		awaited = ch.Await
 		if f := ch.Fork; f != nil {
 			fork = fmt.Sprintf("%d %d %d", f.Number, f.Branches, f.Concurrency)
@@ -1172,24 +1172,24 @@ func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.Hand
 // (the commands returned, sent after the script), as a ZADD LT (never
 // later); later times (due) and removals are written by dueAfter once
 // the commit is known to have succeeded.
-func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time) {
+func (s *Store) dueBefore(c *driver.Claim, ch *driver.Change, op string) (after []rueidis.Completed, due time.Time) {
 	id := c.Task.ID
 	switch {
-	case op == tasks.OpKeep:
-	case op == tasks.OpRelease && ch.WakeAt.IsZero():
+	case op == driver.OpKeep:
+	case op == driver.OpRelease && ch.WakeAt.IsZero():
 		key := s.dueKey(id)
 		after = []rueidis.Completed{
 			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
 			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
 		}
-	case op == tasks.OpPark:
+	case op == driver.OpPark:
 		due = c.Task.ExpiresAt()
 		if !ch.WakeAt.IsZero() {
 			due = ch.WakeAt.Add(s.grace)
 		}
-	case op == tasks.OpAwait && ch.Fork != nil:
+	case op == driver.OpAwait && ch.Fork != nil:
 		due = ch.Now.Add(s.grace) // the sweeper watches the branches
-	case op == tasks.OpRelease, op == tasks.OpSleep, op == tasks.OpAwait:
+	case op == driver.OpRelease, op == driver.OpSleep, op == driver.OpAwait:
 		due = ch.WakeAt.Add(s.grace)
 	}
 	return after, due
@@ -1199,7 +1199,7 @@ func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []
 // the task's new due time, or, for a task that ended, its removal from the
 // indexes. woke reports that an answer cut a sleep short: the task runs
 // again now.
-func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, woke bool) error {
+func (s *Store) dueAfter(ctx context.Context, c *driver.Claim, ch *driver.Change, due time.Time, woke bool) error {
 	if woke {
 		due = ch.Now.Add(s.grace)
 	}
@@ -1212,10 +1212,10 @@ func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, 
 	return nil
 }
 
-// CancelRequested implements tasks.Store.
-func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, error) {
-	if !tasks.ValidID(c.Task.ID) {
-		return false, tasks.ErrNotFound
+// CancelRequested implements driver.Store.
+func (s *Store) CancelRequested(ctx context.Context, c *driver.Claim) (bool, error) {
+	if !driver.ValidID(c.Task.ID) {
+		return false, driver.ErrNotFound
 	}
 	t, _, _, _ := s.keys(c.Task.ID)
 	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(t).Field("cancel", "gen", "status").Build()).ToArray()
@@ -1225,19 +1225,19 @@ func (s *Store) CancelRequested(ctx context.Context, c *tasks.Claim) (bool, erro
 	cancel, _ := v[0].ToString()
 	gen, _ := v[1].AsInt64()
 	status, _ := v[2].ToString()
-	return cancel == "1" || gen != c.Gen || tasks.Status(status).Terminal(), nil
+	return cancel == "1" || gen != c.Gen || driver.Status(status).Terminal(), nil
 }
 
-// Due implements tasks.Store. It reads every shard of the due index in
+// Due implements driver.Store. It reads every shard of the due index in
 // one pipelined round trip and returns the earliest entries; a shard that
 // does not answer (its master failing over) is reported in the error
 // alongside the entries of the shards that did.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueTask, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]driver.DueTask, error) {
 	cmds := make([]rueidis.Completed, len(s.dueKeys))
 	for i, k := range s.dueKeys {
 		cmds[i] = s.c.B().Zrange().Key(k).Min("-inf").Max(ms(now)).Byscore().Limit(0, int64(limit)).Withscores().Build()
 	}
-	var due []tasks.DueTask
+	var due []driver.DueTask
 	var errs []error
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
 		zs, err := r.AsZScores()
@@ -1246,17 +1246,17 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]tasks.DueT
 			continue
 		}
 		for _, z := range zs {
-			due = append(due, tasks.DueTask{ID: z.Member, At: time.UnixMilli(int64(z.Score)).UTC()})
+			due = append(due, driver.DueTask{ID: z.Member, At: time.UnixMilli(int64(z.Score)).UTC()})
 		}
 	}
 	if len(s.dueKeys) > 1 {
-		slices.SortStableFunc(due, func(a, b tasks.DueTask) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(due, func(a, b driver.DueTask) int { return a.At.Compare(b.At) })
 		due = due[:min(len(due), limit)]
 	}
 	return due, errors.Join(errs...)
 }
 
-// Reschedule implements tasks.Store.
+// Reschedule implements driver.Store.
 func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (bool, error) {
 	target := ""
 	if !to.IsZero() {
@@ -1272,7 +1272,7 @@ func (s *Store) Reschedule(ctx context.Context, id string, from, to time.Time) (
 	return n == 1, nil
 }
 
-// Schedule implements tasks.Store.
+// Schedule implements driver.Store.
 func (s *Store) Schedule(ctx context.Context, id string, at time.Time) error {
 	for _, r := range s.c.DoMulti(ctx, s.schedule(id, at)...) {
 		if err := r.Error(); err != nil {
@@ -1295,12 +1295,12 @@ type Record = inspect.Record
 var _ inspect.Store = (*Store)(nil)
 
 // Inspect returns the whole Record of the task id, whoever owns it, or
-// tasks.ErrNotFound. Its reads are one pipelined round trip, not one
+// driver.ErrNotFound. Its reads are one pipelined round trip, not one
 // atomic snapshot: a task that moves meanwhile may show a journal a step
 // ahead of its record.
 func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
-	if !tasks.ValidID(id) {
-		return nil, tasks.ErrNotFound
+	if !driver.ValidID(id) {
+		return nil, driver.ErrNotFound
 	}
 	t, p, j, r := s.keys(id)
 	res := s.c.DoMulti(ctx,
@@ -1321,7 +1321,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	}
 	h, pending, offers, resp := maps[0], maps[1], maps[2], maps[3]
 	if len(h) == 0 {
-		return nil, tasks.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	if v, err := res[5].ToString(); err == nil { // a completed task's result
 		h["result"] = v
@@ -1334,7 +1334,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: inspect %s journal: %w", id, err)
 	}
-	rec := &Record{Task: task, Journal: make([]tasks.Entry, len(raw)),
+	rec := &Record{Task: task, Journal: make([]driver.Entry, len(raw)),
 		Responses: rawMap(resp), Waiting: rawMap(pending), Offers: rawMap(offers),
 		AnsweredAt: map[string]time.Time{}}
 	for i, e := range raw {
@@ -1363,7 +1363,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	}
 	var forks []rueidis.Completed
 	for _, e := range rec.Journal {
-		if e.Kind == tasks.KindFork {
+		if e.Kind == driver.KindFork {
 			forks = append(forks, s.c.B().Hgetall().Key(s.forkKey(id, len(forks)+1)).Build())
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 	"github.com/redis/rueidis"
 )
@@ -40,21 +40,21 @@ func backends() []backend {
 func (b backend) dispatches() bool { return b.name != "cluster" }
 
 // uniquePrefix keeps each store's keys apart on a shared server.
-func uniquePrefix() string { return "st" + tasks.NewID() + ":" }
+func uniquePrefix() string { return "st" + driver.NewID() + ":" }
 
 // TestStoreContract runs the Store contract against both Redis backends.
 func TestStoreContract(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			c := b.client(t)
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				return New(c, &Options{Prefix: uniquePrefix()})
 			})
 		})
 		// And for a due index spread over shards.
 		t.Run(b.name+"+shards", func(t *testing.T) {
 			c := b.client(t)
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				return New(c, &Options{Prefix: uniquePrefix(), Shards: 12})
 			})
 		})
@@ -64,7 +64,7 @@ func TestStoreContract(t *testing.T) {
 		// The same contract holds for a store that enqueues in its scripts.
 		t.Run(b.name+"+dispatch", func(t *testing.T) {
 			c := b.client(t)
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				prefix := uniquePrefix()
 				return New(c, &Options{Prefix: prefix, Queue: redisqueue.New(c, &redisqueue.Options{Key: prefix + "{queue}"})})
 			})
@@ -73,7 +73,7 @@ func TestStoreContract(t *testing.T) {
 		// queue, with the due index sharded alike.
 		t.Run(b.name+"+dispatch+shards", func(t *testing.T) {
 			c := b.client(t)
-			storetest.Run(t, func(t *testing.T) tasks.Store {
+			storetest.Run(t, func(t *testing.T) driver.Store {
 				prefix := uniquePrefix()
 				return New(c, &Options{Prefix: prefix, Shards: 4, Queue: redisqueue.New(c, &redisqueue.Options{Prefix: prefix, Shards: 4})})
 			})
@@ -135,8 +135,8 @@ func TestDispatch(t *testing.T) {
 			}
 			create := func() string {
 				t.Helper()
-				id := tasks.NewID()
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: 24 * time.Hour, Now: now}); err != nil {
 					t.Fatal(err)
 				}
 				return id
@@ -179,7 +179,7 @@ func TestDispatch(t *testing.T) {
 				t.Errorf("a renewal pushed %d wake tokens, want none", got-before)
 			}
 			wake := now.Add(30 * time.Minute)
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: now, Release: true, WakeAt: wake}); err != nil {
 				t.Fatal(err)
 			}
 			want("after a commit that sleeps", id, wake)
@@ -190,7 +190,7 @@ func TestDispatch(t *testing.T) {
 			if cl, err = s.Claim(ctx, id, wake, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: wake, Park: map[string]json.RawMessage{"k": json.RawMessage(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}
 			want("after a park without a deadline", id, time.Time{})
@@ -203,7 +203,7 @@ func TestDispatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			deadline := wake.Add(time.Minute)
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: wake, Park: map[string]json.RawMessage{"k2": json.RawMessage(`{}`)}, WakeAt: deadline}); err != nil {
 				t.Fatal(err)
 			}
 			want("after a park with a deadline", id, deadline)
@@ -211,7 +211,7 @@ func TestDispatch(t *testing.T) {
 			if cl, err = s.Claim(ctx, id, deadline, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: deadline, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
 				t.Fatal(err)
 			}
 			want("after completion", id, time.Time{})
@@ -221,7 +221,7 @@ func TestDispatch(t *testing.T) {
 			if _, err := s.Claim(ctx, held, now, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, tasks.ErrLeased) {
+			if _, err := s.Claim(ctx, held, now.Add(time.Second), time.Minute); !errors.Is(err, driver.ErrLeased) {
 				t.Fatalf("second Claim: %v, want ErrLeased", err)
 			}
 			want("after a Claim that found a live lease", held, now.Add(time.Minute))
@@ -319,9 +319,9 @@ func TestEveryKeyExpires(t *testing.T) {
 			}
 			ctx := t.Context()
 			now := time.Now().UTC().Truncate(time.Millisecond)
-			create := func(nt *tasks.NewTask) string {
+			create := func(nt *driver.NewTask) string {
 				t.Helper()
-				nt.ID, nt.Owner, nt.Tool, nt.Args = tasks.NewID(), "alice", "tool", json.RawMessage(`{}`)
+				nt.ID, nt.Owner, nt.Tool, nt.Args = driver.NewID(), "alice", "tool", json.RawMessage(`{}`)
 				nt.TTL, nt.PollInterval, nt.Now = time.Hour, time.Second, now
 				nt.MaxLive = 100 // the principal's live set is checked too
 				tk, err := s.Create(ctx, nt)
@@ -331,7 +331,7 @@ func TestEveryKeyExpires(t *testing.T) {
 				k.exp[nt.ID] = tk.ExpiresAt()
 				return nt.ID
 			}
-			claim := func(id string, at time.Time) *tasks.Claim {
+			claim := func(id string, at time.Time) *driver.Claim {
 				t.Helper()
 				c, err := s.Claim(ctx, id, at, time.Minute)
 				if err != nil {
@@ -342,7 +342,7 @@ func TestEveryKeyExpires(t *testing.T) {
 				}
 				return c
 			}
-			commit := func(c *tasks.Claim, ch *tasks.Change) {
+			commit := func(c *driver.Claim, ch *driver.Change) {
 				t.Helper()
 				if err := s.Commit(ctx, c, ch); err != nil {
 					t.Fatalf("Commit: %v", err)
@@ -358,49 +358,49 @@ func TestEveryKeyExpires(t *testing.T) {
 
 			// A task through its whole life: the journal and response keys
 			// are first written by Commit and Update, not by Create.
-			id := create(&tasks.NewTask{})
+			id := create(&driver.NewTask{})
 			tk, p, j, r := s.keys(id)
 			k.check("create", tk, s.dueKey(id))
 			c := claim(id, now)
 			k.check("claim", tk, s.dueKey(id))
 			msg := "step one"
-			commit(c, &tasks.Change{Now: now, StatusMessage: &msg,
-				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}}})
+			commit(c, &driver.Change{Now: now, StatusMessage: &msg,
+				Append: []driver.Entry{{Name: "one", Kind: driver.KindDo, Value: json.RawMessage(`1`)}}})
 			k.check("commit append", tk, j)
-			commit(c, &tasks.Change{Now: now, Park: reqs})
+			commit(c, &driver.Change{Now: now, Park: reqs})
 			k.check("park", tk, j, p)
 			update(id, map[string]json.RawMessage{"a": json.RawMessage(`"A"`)})
 			k.check("update one key", tk, j, p, r)
 			update(id, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
 			k.check("update last key", tk, j, r)
 			c = claim(id, now)
-			commit(c, &tasks.Change{Now: now, Release: true, WakeAt: now.Add(time.Minute)})
+			commit(c, &driver.Change{Now: now, Release: true, WakeAt: now.Add(time.Minute)})
 			k.check("release", tk, j, r)
 			c = claim(id, now.Add(time.Minute))
-			commit(c, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
+			commit(c, &driver.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
 			k.check("complete", tk, j, r, s.resultKey(id))
 
 			// Created with a seeded journal and responses (MRTR before the task).
-			id2 := create(&tasks.NewTask{
-				Journal:   []tasks.Entry{{Name: "ask", Kind: tasks.KindInput, Keys: []string{"x"}}},
+			id2 := create(&driver.NewTask{
+				Journal:   []driver.Entry{{Name: "ask", Kind: driver.KindInput, Keys: []string{"x"}}},
 				Responses: map[string]json.RawMessage{"x": json.RawMessage(`true`)},
 			})
 			tk2, _, j2, r2 := s.keys(id2)
 			k.check("create seeded", tk2, j2, r2, s.dueKey(id2))
 
 			// Cancellation paths.
-			id3 := create(&tasks.NewTask{})
+			id3 := create(&driver.NewTask{})
 			tk3, _, _, _ := s.keys(id3)
 			c3 := claim(id3, now)
 			if _, _, err := s.Cancel(ctx, "alice", id3, now); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			k.check("cancel requested", tk3)
-			commit(c3, &tasks.Change{Now: now, Release: true})
+			commit(c3, &driver.Change{Now: now, Release: true})
 			k.check("cancelled by commit", tk3)
-			id4 := create(&tasks.NewTask{})
+			id4 := create(&driver.NewTask{})
 			c4 := claim(id4, now)
-			commit(c4, &tasks.Change{Now: now, Park: reqs, ParkAny: true})
+			commit(c4, &driver.Change{Now: now, Park: reqs, ParkAny: true})
 			update(id4, map[string]json.RawMessage{"b": json.RawMessage(`"B"`)})
 			k.check("park any resumed", s.dueKey(id4))
 			if _, _, err := s.Cancel(ctx, "alice", id4, now); err != nil {
@@ -414,51 +414,51 @@ func TestEveryKeyExpires(t *testing.T) {
 
 			// Offers: their hash is written by the commit that appends them,
 			// taken from by answers, and dropped when the task ends.
-			id5 := create(&tasks.NewTask{})
+			id5 := create(&driver.NewTask{})
 			tk5, _, j5, r5 := s.keys(id5)
 			o5 := s.offersKey(id5)
 			c5 := claim(id5, now)
-			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{
-				{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":1}`)},
-				{Name: "more", Kind: tasks.KindOffer, Value: json.RawMessage(`{"q":2}`)},
+			commit(c5, &driver.Change{Now: now, Append: []driver.Entry{
+				{Name: "stop", Kind: driver.KindOffer, Value: json.RawMessage(`{"q":1}`)},
+				{Name: "more", Kind: driver.KindOffer, Value: json.RawMessage(`{"q":2}`)},
 			}, Release: true, Sleep: true, WakeAt: now.Add(time.Minute), WakeOn: []string{"more", "stop"}})
 			k.check("sleep with offers", tk5, j5, o5, s.dueKey(id5))
 			update(id5, map[string]json.RawMessage{"stop": json.RawMessage(`true`)})
 			k.check("offer answered", tk5, j5, o5, r5, s.dueKey(id5))
 			c5 = claim(id5, now)
-			commit(c5, &tasks.Change{Now: now, Append: []tasks.Entry{{Name: "more", Kind: tasks.KindWithdraw}}})
+			commit(c5, &driver.Change{Now: now, Append: []driver.Entry{{Name: "more", Kind: driver.KindWithdraw}}})
 			k.check("offer withdrawn", tk5, j5, r5)
 
 			// Events: their hash is written by the commit that opens a
 			// wait, by a delivery (a signal before its wait too) and by
 			// the claim that closes a wait.
-			id6 := create(&tasks.NewTask{})
+			id6 := create(&driver.NewTask{})
 			tk6, e6 := s.recordAndEvents(id6)
-			if _, err := s.Deliver(ctx, id6, &tasks.Delivery{Name: "early", Payload: json.RawMessage(`1`), Now: now}); err != nil {
+			if _, err := s.Deliver(ctx, id6, &driver.Delivery{Name: "early", Payload: json.RawMessage(`1`), Now: now}); err != nil {
 				t.Fatalf("Deliver: %v", err)
 			}
 			k.check("signal buffered", tk6, e6)
 			c6 := claim(id6, now)
-			commit(c6, &tasks.Change{Now: now, Release: true, Await: "hook", WakeAt: now.Add(time.Minute),
-				Open: []tasks.EventWait{{Name: "hook", Kind: tasks.EventCallback, Proof: "ab", Until: now.Add(time.Minute)}}})
+			commit(c6, &driver.Change{Now: now, Release: true, Await: "hook", WakeAt: now.Add(time.Minute),
+				Open: []driver.EventWait{{Name: "hook", Kind: driver.EventCallback, Proof: "ab", Until: now.Add(time.Minute)}}})
 			k.check("await a callback", tk6, e6)
 			claim(id6, now.Add(time.Minute))
 			k.check("wait closed", tk6, e6)
 
 			// A fork: its hash is written by the commit that starts it and
 			// by its branches.
-			id7 := create(&tasks.NewTask{})
+			id7 := create(&driver.NewTask{})
 			tk7, e7 := s.recordAndEvents(id7)
 			c7 := claim(id7, now)
-			commit(c7, &tasks.Change{Now: now, Release: true, Await: "index", WakeAt: k.exp[id7],
-				Fork: &tasks.Fork{Name: "index", Number: 1, Branches: 2, Concurrency: 1}})
+			commit(c7, &driver.Change{Now: now, Release: true, Await: "index", WakeAt: k.exp[id7],
+				Fork: &driver.Fork{Name: "index", Number: 1, Branches: 2, Concurrency: 1}})
 			k.check("fork", tk7, e7, s.forkKey(id7, 1))
 			for i := range 2 {
-				bc, err := s.ClaimBranch(ctx, tasks.BranchID(id7, 1, i), now, time.Minute)
+				bc, err := s.ClaimBranch(ctx, driver.BranchID(id7, 1, i), now, time.Minute)
 				if err != nil || bc.Claim == nil {
 					t.Fatalf("ClaimBranch: %+v %v", bc, err)
 				}
-				if _, err := s.CommitBranch(ctx, tasks.BranchID(id7, 1, i), bc.Claim.Gen, &tasks.BranchChange{Now: now, Value: json.RawMessage(`1`)}); err != nil {
+				if _, err := s.CommitBranch(ctx, driver.BranchID(id7, 1, i), bc.Claim.Gen, &driver.BranchChange{Now: now, Value: json.RawMessage(`1`)}); err != nil {
 					t.Fatalf("CommitBranch: %v", err)
 				}
 			}
@@ -481,8 +481,8 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 			rc := b.client(t)
 			s := New(rc, &Options{Prefix: uniquePrefix()})
 			ctx := t.Context()
-			id := tasks.NewID()
-			if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+			id := driver.NewID()
+			if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 				TTL: 5 * time.Second, PollInterval: time.Second, Now: time.Now()}); err != nil {
 				t.Fatalf("Create: %v", err)
 			}
@@ -490,9 +490,9 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Claim: %v", err)
 			}
-			if err := s.Commit(ctx, c, &tasks.Change{Now: time.Now(),
-				Append: []tasks.Entry{{Name: "one", Kind: tasks.KindDo, Value: json.RawMessage(`1`)},
-					{Name: "stop", Kind: tasks.KindOffer, Value: json.RawMessage(`{}`)}},
+			if err := s.Commit(ctx, c, &driver.Change{Now: time.Now(),
+				Append: []driver.Entry{{Name: "one", Kind: driver.KindDo, Value: json.RawMessage(`1`)},
+					{Name: "stop", Kind: driver.KindOffer, Value: json.RawMessage(`{}`)}},
 				Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
@@ -513,7 +513,7 @@ func TestKeysVanishAfterTTL(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if _, err := s.Get(ctx, "alice", id); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Get(ctx, "alice", id); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Get after expiry = %v, want ErrNotFound", err)
 			}
 		})
@@ -531,23 +531,23 @@ func TestNonTaskKeysUntouched(t *testing.T) {
 			s := New(rc, &Options{Prefix: prefix})
 			ctx := t.Context()
 			queueKey := prefix + "{queue}"
-			if err := rc.Do(ctx, rc.B().Zadd().Key(queueKey).ScoreMember().ScoreMember(1, tasks.NewID()).Build()).Error(); err != nil {
+			if err := rc.Do(ctx, rc.B().Zadd().Key(queueKey).ScoreMember().ScoreMember(1, driver.NewID()).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			now := time.Now()
-			if _, err := s.Get(ctx, "alice", "queue"); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Get(ctx, "alice", "queue"); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Get(queue) = %v, want ErrNotFound", err)
 			}
-			if _, err := s.Peek(ctx, "queue"); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Peek(ctx, "queue"); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Peek(queue) = %v, want ErrNotFound", err)
 			}
-			if _, err := s.Update(ctx, "alice", "queue", map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Update(ctx, "alice", "queue", map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Update(queue) = %v, want ErrNotFound", err)
 			}
-			if _, _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, tasks.ErrNotFound) {
+			if _, _, err := s.Cancel(ctx, "alice", "queue", now); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Cancel(queue) = %v, want ErrNotFound", err)
 			}
-			if _, err := s.Claim(ctx, "queue", now, time.Minute); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Claim(ctx, "queue", now, time.Minute); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Claim(queue) = %v, want ErrNotFound", err)
 			}
 			typ, err := rc.Do(ctx, rc.B().Type().Key(queueKey).Build()).ToString()
@@ -577,8 +577,8 @@ func TestUpdateRoundTrips(t *testing.T) {
 			ctx := t.Context()
 			now := time.Now()
 			park := func() string {
-				id := tasks.NewID()
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
 					t.Fatalf("Create: %v", err)
 				}
@@ -586,7 +586,7 @@ func TestUpdateRoundTrips(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Claim: %v", err)
 				}
-				if err := s.Commit(ctx, c, &tasks.Change{Now: now,
+				if err := s.Commit(ctx, c, &driver.Change{Now: now,
 					Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
 					t.Fatalf("Commit: %v", err)
 				}
@@ -595,8 +595,8 @@ func TestUpdateRoundTrips(t *testing.T) {
 			// offering: a task that offers "a", running (sleep false) or
 			// sleeping.
 			offering := func(sleep bool) string {
-				id := tasks.NewID()
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
 					t.Fatalf("Create: %v", err)
 				}
@@ -604,8 +604,8 @@ func TestUpdateRoundTrips(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Claim: %v", err)
 				}
-				if err := s.Commit(ctx, c, &tasks.Change{Now: now, Release: sleep, Sleep: sleep, WakeAt: now.Add(time.Hour), WakeOn: []string{"a"},
-					Append: []tasks.Entry{{Name: "a", Kind: tasks.KindOffer, Value: json.RawMessage(`{}`)}}}); err != nil {
+				if err := s.Commit(ctx, c, &driver.Change{Now: now, Release: sleep, Sleep: sleep, WakeAt: now.Add(time.Hour), WakeOn: []string{"a"},
+					Append: []driver.Entry{{Name: "a", Kind: driver.KindOffer, Value: json.RawMessage(`{}`)}}}); err != nil {
 					t.Fatalf("Commit: %v", err)
 				}
 				return id
@@ -626,7 +626,7 @@ func TestUpdateRoundTrips(t *testing.T) {
 				resumed   bool
 			}{
 				{"stranger", "mallory", park(), both, 1, false},
-				{"unknown", "alice", tasks.NewID(), both, 1, false},
+				{"unknown", "alice", driver.NewID(), both, 1, false},
 				{"partial", "alice", park(), a, 1, false},
 				{"resuming", "alice", park(), both, 2, true},
 				{"offer of a running task", "alice", offering(false), a, 1, false},
@@ -655,8 +655,8 @@ func TestLiveSet(t *testing.T) {
 			ctx := t.Context()
 			now := time.Now().Truncate(time.Millisecond)
 			create := func(ttl time.Duration) (string, error) {
-				id := tasks.NewID()
-				_, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				id := driver.NewID()
+				_, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: ttl, PollInterval: time.Second, Now: now, MaxLive: 2})
 				return id, err
 			}
@@ -675,7 +675,7 @@ func TestLiveSet(t *testing.T) {
 			if want := now.Add(2 * time.Hour).UnixMilli(); err != nil || at < want-1 || at > want+int64(embedredis.Tick/time.Millisecond) {
 				t.Errorf("live set expires at %d (%v), want with its last task at %d", at, err, want)
 			}
-			if _, err := create(time.Hour); !errors.Is(err, tasks.ErrTooManyTasks) {
+			if _, err := create(time.Hour); !errors.Is(err, driver.ErrTooManyTasks) {
 				t.Fatalf("third Create = %v, want ErrTooManyTasks", err)
 			}
 
@@ -684,7 +684,7 @@ func TestLiveSet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, c, &tasks.Change{Now: now, Complete: json.RawMessage(`{}`)}); err != nil {
+			if err := s.Commit(ctx, c, &driver.Change{Now: now, Complete: json.RawMessage(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
 			if err := rc.Do(ctx, rc.B().Zadd().Key(key).ScoreMember().ScoreMember(float64(now.Add(time.Hour).UnixMilli()), a).Build()).Error(); err != nil {
@@ -698,12 +698,12 @@ func TestLiveSet(t *testing.T) {
 			s2 := New(rc, &Options{Prefix: uniquePrefix()})
 			key2 := s2.liveKey("alice")
 			for range 2 {
-				if err := rc.Do(ctx, rc.B().Zadd().Key(key2).ScoreMember().ScoreMember(float64(now.Add(time.Hour).UnixMilli()), tasks.NewID()).Build()).Error(); err != nil {
+				if err := rc.Do(ctx, rc.B().Zadd().Key(key2).ScoreMember().ScoreMember(float64(now.Add(time.Hour).UnixMilli()), driver.NewID()).Build()).Error(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := s2.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
-				TTL: time.Hour, PollInterval: time.Second, Now: now, MaxLive: 2}); !errors.Is(err, tasks.ErrTooManyTasks) {
+			if _, err := s2.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				TTL: time.Hour, PollInterval: time.Second, Now: now, MaxLive: 2}); !errors.Is(err, driver.ErrTooManyTasks) {
 				t.Errorf("Create with two places reserved = %v, want ErrTooManyTasks", err)
 			}
 		})
@@ -720,7 +720,7 @@ func TestCreateRoundTrips(t *testing.T) {
 			ctx := t.Context()
 			create := func(limit int) int64 {
 				rc.Reset()
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+				if _, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: time.Hour, PollInterval: time.Second, Now: time.Now(), MaxLive: limit}); err != nil {
 					t.Fatal(err)
 				}
@@ -749,23 +749,23 @@ func TestInspect(t *testing.T) {
 			ctx := t.Context()
 			now := time.Now().Truncate(time.Millisecond)
 			const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-			id := tasks.NewID()
-			if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+			id := driver.NewID()
+			if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 				TTL: time.Hour, PollInterval: time.Second, Now: now, TraceParent: tp}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Inspect(ctx, tasks.NewID()); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Inspect(ctx, driver.NewID()); !errors.Is(err, driver.ErrNotFound) {
 				t.Errorf("Inspect of an unknown task: %v", err)
 			}
 			c, err := s.Claim(ctx, id, now, time.Minute)
 			if err != nil || c.Task.TraceParent != tp {
 				t.Fatalf("Claim: %v, TraceParent %q", err, c.Task.TraceParent)
 			}
-			journal := []tasks.Entry{
-				{Name: "fetch", Kind: tasks.KindAttempt, Err: "503", Attempt: 1, At: now, Took: time.Second, Until: now.Add(2 * time.Second)},
-				{Name: "ask", Kind: tasks.KindInput, Keys: []string{"q"}, At: now.Add(time.Second)},
+			journal := []driver.Entry{
+				{Name: "fetch", Kind: driver.KindAttempt, Err: "503", Attempt: 1, At: now, Took: time.Second, Until: now.Add(2 * time.Second)},
+				{Name: "ask", Kind: driver.KindInput, Keys: []string{"q"}, At: now.Add(time.Second)},
 			}
-			if err := s.Commit(ctx, c, &tasks.Change{Now: now.Add(time.Second), Append: journal,
+			if err := s.Commit(ctx, c, &driver.Change{Now: now.Add(time.Second), Append: journal,
 				Park: map[string]json.RawMessage{"q": json.RawMessage(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}
@@ -790,7 +790,7 @@ func TestInspect(t *testing.T) {
 				// (a live task: the store drops the counts when it ends)
 				t.Errorf("record: TraceParent %q, Claims %d, Attempts %d, CancelRequested %v", rec.Task.TraceParent, rec.Claims, rec.Attempts, rec.Task.CancelRequested)
 			}
-			if len(rec.Journal) != 2 || rec.Journal[0].Kind != tasks.KindAttempt || !rec.Journal[0].Until.Equal(journal[0].Until) ||
+			if len(rec.Journal) != 2 || rec.Journal[0].Kind != driver.KindAttempt || !rec.Journal[0].Until.Equal(journal[0].Until) ||
 				rec.Journal[0].Took != time.Second || !rec.Journal[1].At.Equal(journal[1].At) {
 				t.Errorf("journal %+v", rec.Journal)
 			}
@@ -823,10 +823,10 @@ func TestTaskWithoutFlags(t *testing.T) {
 				s := New(c, o)
 				ctx := t.Context()
 				now := time.Now().Truncate(time.Millisecond)
-				id := tasks.NewID()
-				entry := tasks.Entry{Name: "a", Kind: tasks.KindDo, Value: json.RawMessage(`1`)}
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now,
-					Journal: []tasks.Entry{entry}, Responses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, MaxLive: 5}); err != nil {
+				id := driver.NewID()
+				entry := driver.Entry{Name: "a", Kind: driver.KindDo, Value: json.RawMessage(`1`)}
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "o", Tool: "x", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now,
+					Journal: []driver.Entry{entry}, Responses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, MaxLive: 5}); err != nil {
 					t.Fatal(err)
 				}
 				tkey, _, _, _ := s.keys(id)
@@ -843,7 +843,7 @@ func TestTaskWithoutFlags(t *testing.T) {
 				if err := c.Do(ctx, c.B().Hset().Key(s.offersKey(id)).FieldValue().FieldValue("old", "{}").Build()).Error(); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
 					t.Fatal(err)
 				}
 				if n, _ := c.Do(ctx, c.B().Exists().Key(s.offersKey(id)).Build()).AsInt64(); n != 0 {
@@ -869,9 +869,9 @@ func TestListIndexBounded(t *testing.T) {
 			now := time.Now().Truncate(time.Millisecond)
 			var ids []string
 			for i := range 5 {
-				id := tasks.NewID()
+				id := driver.NewID()
 				ttl := time.Hour + time.Duration(i)*time.Minute
-				if _, err := s.Create(ctx, &tasks.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
 					TTL: ttl, PollInterval: time.Second, Now: now}); err != nil {
 					t.Fatal(err)
 				}
@@ -895,7 +895,7 @@ func TestListIndexBounded(t *testing.T) {
 			}
 			// A creation past the first tasks' expiry drops them.
 			late := now.Add(time.Hour + 150*time.Second)
-			if _, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
+			if _, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`), Listed: true,
 				TTL: time.Hour, PollInterval: time.Second, Now: late}); err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ type script struct {
 //     redisqueue.HandBack; now empty: none asked), or returns false;
 //   - dispatchID(id, at), holdID(id, at) and undispatchID(id) do the same
 //     for the queue id id of one of the task's branches (see
-//     tasks.BranchID), whose messages share the task's shard;
+//     driver.BranchID), whose messages share the task's shard;
 //   - due(at) sets the task's time in the due index, dueNew(at) does so
 //     for a new task and refreshes the index's expiry, dueLT(at) sets it
 //     unless it is earlier already, undue(live) removes it (and the task from the
@@ -428,7 +428,7 @@ return {'C', gen, att, wake, rec, journal, responses, lease, events}
 `
 
 // renewScript: KEYS t; ARGV gen now leaseMs. Renews the lease of the claim
-// gen if it still holds the task (see tasks.LeaseRenewer) and holds the
+// gen if it still holds the task (see driver.LeaseRenewer) and holds the
 // task's message until the new end. Returns the new end (Unix ms), -1
 // fenced or -2 gone. Idempotent for a given now, so retryable.
 var renewLua = luaTerminal + `

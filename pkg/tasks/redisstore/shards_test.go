@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/slots"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +25,7 @@ func TestDueShards(t *testing.T) {
 			var ids []string
 			used := map[string]bool{}
 			for i := range 40 {
-				nt := &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}
+				nt := &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}
 				if _, err := s.Create(ctx, nt); err != nil {
 					t.Fatal(err)
 				}
@@ -93,7 +94,7 @@ func TestSweepPartialDue(t *testing.T) {
 	now := time.Now()
 	var ids []string
 	for range 8 {
-		nt := &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}
+		nt := &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now}
 		if _, err := s.Create(ctx, nt); err != nil {
 			t.Fatal(err)
 		}

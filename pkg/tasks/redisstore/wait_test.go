@@ -10,7 +10,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/queue/redisqueue"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/redis/rueidis"
 )
 
@@ -43,7 +43,7 @@ func TestWaitForReplicas(t *testing.T) {
 			s := New(c, o)
 			now := time.Now()
 			create := func() (string, error) {
-				nt := &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now, Listed: true}
+				nt := &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now, Listed: true}
 				_, err := s.Create(ctx, nt)
 				return nt.ID, err
 			}
@@ -56,7 +56,7 @@ func TestWaitForReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`)}}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: now, Park: map[string]json.RawMessage{"a": json.RawMessage(`{}`)}}); err != nil {
 				t.Fatalf("Commit with a replica up: %v", err)
 			}
 
@@ -83,7 +83,7 @@ func TestWaitForReplicas(t *testing.T) {
 			if !errors.Is(err, ErrNotReplicated) {
 				t.Fatalf("Create with the replica stopped: %v, want ErrNotReplicated", err)
 			}
-			if _, err := s.Peek(ctx, lost); !errors.Is(err, tasks.ErrNotFound) {
+			if _, err := s.Peek(ctx, lost); !errors.Is(err, driver.ErrNotFound) {
 				t.Fatalf("a refused creation left its task behind: %v", err)
 			}
 			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`1`)}, now); !errors.Is(err, ErrNotReplicated) {
@@ -92,7 +92,7 @@ func TestWaitForReplicas(t *testing.T) {
 			if _, _, err := s.Cancel(ctx, "alice", id, now); !errors.Is(err, ErrNotReplicated) {
 				t.Fatalf("Cancel with the replica stopped: %v, want ErrNotReplicated", err)
 			}
-			err = s.Commit(ctx, cl2, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
+			err = s.Commit(ctx, cl2, &driver.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)})
 			if !errors.Is(err, ErrNotReplicated) {
 				t.Fatalf("Commit with the replica stopped: %v, want ErrNotReplicated", err)
 			}
@@ -107,7 +107,7 @@ func TestWaitForReplicas(t *testing.T) {
 			if _, err := s.Get(ctx, "alice", id); err != nil {
 				t.Fatalf("Get with the replica stopped: %v", err)
 			}
-			if _, _, err := s.Cancel(ctx, "alice", tasks.NewID(), now); !errors.Is(err, tasks.ErrNotFound) {
+			if _, _, err := s.Cancel(ctx, "alice", driver.NewID(), now); !errors.Is(err, driver.ErrNotFound) {
 				t.Fatalf("Cancel of an unknown task: %v, want ErrNotFound", err)
 			}
 
@@ -122,14 +122,14 @@ func TestWaitForReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, cl, &tasks.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
+			if err := s.Commit(ctx, cl, &driver.Change{Now: now, Complete: json.RawMessage(`{"content":[]}`)}); err != nil {
 				t.Fatalf("Commit with the replica back: %v", err)
 			}
 		})
 	}
 }
 
-func hasDue(due []tasks.DueTask, id string) bool {
+func hasDue(due []driver.DueTask, id string) bool {
 	for _, d := range due {
 		if d.ID == id {
 			return true

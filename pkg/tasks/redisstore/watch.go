@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/redis/rueidis"
 )
 
@@ -42,27 +42,27 @@ import (
 // SSUBSCRIBE, one connection per shard) without a change of names, which
 // keeps the message on the task's shard.
 
-var _ tasks.Watcher = (*Store)(nil)
+var _ driver.Watcher = (*Store)(nil)
 
 // eventChannel is the channel the transitions of task id are announced on.
 func (s *Store) eventChannel(id string) string { return s.prefix + "{" + id + "}:ev" }
 
 // Watch subscribes to the transitions of the tasks ids (see
-// [tasks.Watcher]) on the Store's shared subscriber connection. It never
+// [driver.Watcher]) on the Store's shared subscriber connection. It never
 // blocks: the subscription is made in the background, and Ready is closed
 // once the server confirmed it. Everything the watch holds is given back
 // when ctx ends.
-func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*tasks.Subscription, error) {
+func (s *Store) Watch(ctx context.Context, ids []string, fn func(id string)) (*driver.Subscription, error) {
 	w := &watch{fn: fn, ready: make(chan struct{}), done: make(chan error, 1)}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if ch := s.eventChannel(id); tasks.ValidID(id) && !seen[ch] {
+		if ch := s.eventChannel(id); driver.ValidID(id) && !seen[ch] {
 			seen[ch] = true
 			w.channels = append(w.channels, ch)
 			w.ids = append(w.ids, id)
 		}
 	}
-	sub := &tasks.Subscription{Ready: w.ready, Done: w.done}
+	sub := &driver.Subscription{Ready: w.ready, Done: w.done}
 	if len(w.channels) == 0 {
 		close(w.ready)
 		context.AfterFunc(ctx, func() { w.end(ctx.Err()) })

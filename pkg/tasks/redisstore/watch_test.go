@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/redis/rueidis"
 )
 
@@ -22,8 +22,8 @@ func TestWatchAnnouncesTransitions(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			now := time.Now()
-			mk := func() *tasks.Task {
-				tk, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
+			mk := func() *driver.Task {
+				tk, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestWatchAnnouncesTransitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Commit(ctx, c, &tasks.Change{Now: now, Park: map[string]json.RawMessage{"k": json.RawMessage(`{"method":"elicitation/create"}`)}}); err != nil {
+			if err := s.Commit(ctx, c, &driver.Change{Now: now, Park: map[string]json.RawMessage{"k": json.RawMessage(`{"method":"elicitation/create"}`)}}); err != nil {
 				t.Fatal(err)
 			}
 			expect("park")
@@ -111,7 +111,7 @@ func TestWatchesShareOneConnection(t *testing.T) {
 			const nTasks, perTask = 50, 4
 			ids := make([]string, nTasks)
 			for i := range ids {
-				tk, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
+				tk, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +123,7 @@ func TestWatchesShareOneConnection(t *testing.T) {
 				before = connected()
 			}
 			type open struct {
-				sub    *tasks.Subscription
+				sub    *driver.Subscription
 				cancel context.CancelFunc
 				got    chan string
 			}
@@ -230,11 +230,11 @@ func TestWatchesEndWithTheirConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	now := time.Now()
-	tk, err := s.Create(ctx, &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
+	tk, err := s.Create(ctx, &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "t", TTL: time.Hour, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := func(sub *tasks.Subscription) {
+	ready := func(sub *driver.Subscription) {
 		t.Helper()
 		select {
 		case <-sub.Ready:
@@ -244,7 +244,7 @@ func TestWatchesEndWithTheirConnection(t *testing.T) {
 			t.Fatal("a watch was never confirmed")
 		}
 	}
-	var subs []*tasks.Subscription
+	var subs []*driver.Subscription
 	for range 3 {
 		sub, err := s.Watch(ctx, []string{tk.ID}, func(string) {})
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // CreateSideBySide measures Create in each of stores in one loop: every
@@ -14,14 +14,14 @@ import (
 // alike (a difference between backends' variants is then measured, not
 // the drift between two runs). Task i is created at now plus i µs. It
 // returns each store's mean time per creation.
-func CreateSideBySide(b *testing.B, now time.Time, stores ...tasks.Store) []time.Duration {
+func CreateSideBySide(b *testing.B, now time.Time, stores ...driver.Store) []time.Duration {
 	spent := make([]time.Duration, len(stores))
 	i := 0
 	for b.Loop() {
 		i++
 		for k, s := range stores {
 			start := time.Now()
-			if _, err := s.Create(b.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
+			if _, err := s.Create(b.Context(), &driver.NewTask{ID: driver.NewID(), Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 				TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Microsecond)}); err != nil {
 				b.Fatal(err)
 			}

@@ -6,34 +6,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// The lease cases: renewal (tasks.LeaseRenewer, run only on a store that
+// The lease cases: renewal (driver.LeaseRenewer, run only on a store that
 // declares it) and the lost lease a claim reports (Claim.Lost, every
 // store).
 
 // renewer returns the store as a LeaseRenewer, or ends the case when it is
-// none: renewing is optional (see tasks.LeaseRenewer).
-func (f *fixture) renewer() tasks.LeaseRenewer {
+// none: renewing is optional (see driver.LeaseRenewer).
+func (f *fixture) renewer() driver.LeaseRenewer {
 	f.t.Helper()
-	r, ok := f.s.(tasks.LeaseRenewer)
+	r, ok := f.s.(driver.LeaseRenewer)
 	if !ok {
-		f.t.Skip("the store is no tasks.LeaseRenewer: its claims last the whole invocation")
+		f.t.Skip("the store is no driver.LeaseRenewer: its claims last the whole invocation")
 	}
 	return r
 }
 
-func (f *fixture) renew(c *tasks.Claim, now time.Time) {
+func (f *fixture) renew(c *driver.Claim, now time.Time) {
 	f.t.Helper()
 	if err := f.renewer().RenewLease(f.ctx, c, now, lease); err != nil {
 		f.t.Fatalf("RenewLease(%s) at %v: %v", c.Task.ID, now, err)
 	}
 }
 
-func (f *fixture) renewFenced(c *tasks.Claim, now time.Time) {
+func (f *fixture) renewFenced(c *driver.Claim, now time.Time) {
 	f.t.Helper()
-	if err := f.renewer().RenewLease(f.ctx, c, now, lease); !errors.Is(err, tasks.ErrFenced) {
+	if err := f.renewer().RenewLease(f.ctx, c, now, lease); !errors.Is(err, driver.ErrFenced) {
 		f.t.Fatalf("RenewLease(%s) at %v = %v, want ErrFenced", c.Task.ID, now, err)
 	}
 }
@@ -41,7 +41,7 @@ func (f *fixture) renewFenced(c *tasks.Claim, now time.Time) {
 // wantLeased requires Claim at now to be refused with ErrLeased.
 func (f *fixture) wantLeased(id string, now time.Time, why string) {
 	f.t.Helper()
-	if c, err := f.s.Claim(f.ctx, id, now, lease); !errors.Is(err, tasks.ErrLeased) {
+	if c, err := f.s.Claim(f.ctx, id, now, lease); !errors.Is(err, driver.ErrLeased) {
 		f.t.Fatalf("%s: Claim at %v = %+v, %v; want ErrLeased", why, now, c, err)
 	}
 }
@@ -54,8 +54,8 @@ func testRenewExtends(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
 	msg := "halfway"
-	f.commit(c, &tasks.Change{Now: f.at(time.Second), StatusMessage: &msg,
-		Append: []tasks.Entry{{Name: "a", Kind: tasks.KindDo, Value: raw(`1`)}}})
+	f.commit(c, &driver.Change{Now: f.at(time.Second), StatusMessage: &msg,
+		Append: []driver.Entry{{Name: "a", Kind: driver.KindDo, Value: raw(`1`)}}})
 	before := f.get(id)
 	renewed := f.at(lease / 2)
 	f.renew(c, renewed)
@@ -63,7 +63,7 @@ func testRenewExtends(f *fixture) {
 	if want := renewed.Add(lease); !after.LeaseUntil.Equal(want) {
 		f.t.Errorf("after RenewLease: LeaseUntil = %v, want %v", after.LeaseUntil, want)
 	}
-	if after.Status != tasks.StatusWorking || after.StatusMessage != msg || !after.UpdatedAt.Equal(before.UpdatedAt) {
+	if after.Status != driver.StatusWorking || after.StatusMessage != msg || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		f.t.Errorf("RenewLease changed what a client sees: %+v, was %+v", after, before)
 	}
 	f.wantLeased(id, f.at(lease+time.Millisecond), "past the first lease's end, within the renewed one")
@@ -73,10 +73,10 @@ func testRenewExtends(f *fixture) {
 		f.t.Fatalf("RenewLease repeated: %v", err)
 	}
 	// The holder's writes go on under the renewed lease.
-	f.commit(c, &tasks.Change{Now: f.at(lease + time.Second), Append: []tasks.Entry{{Name: "b", Kind: tasks.KindDo, Value: raw(`2`)}}})
+	f.commit(c, &driver.Change{Now: f.at(lease + time.Second), Append: []driver.Entry{{Name: "b", Kind: driver.KindDo, Value: raw(`2`)}}})
 	f.wantDue(id, renewed.Add(lease), "a task under a renewed lease")
 	c2 := f.claim(id, renewed.Add(lease+time.Millisecond))
-	if !entriesEqual(c2.Journal, []tasks.Entry{{Name: "a", Kind: tasks.KindDo, Value: raw(`1`)}, {Name: "b", Kind: tasks.KindDo, Value: raw(`2`)}}) {
+	if !entriesEqual(c2.Journal, []driver.Entry{{Name: "a", Kind: driver.KindDo, Value: raw(`1`)}, {Name: "b", Kind: driver.KindDo, Value: raw(`2`)}}) {
 		f.t.Errorf("journal after renewals = %+v, want a, b", c2.Journal)
 	}
 }
@@ -98,9 +98,9 @@ func testRenewFencing(f *fixture) {
 		f.t.Errorf("a fenced renewal moved the lease: LeaseUntil = %v, want the live claim's %v", got.LeaseUntil, c2.Task.LeaseUntil)
 	}
 	f.wantDue(id, c2.Task.LeaseUntil, "after a fenced renewal")
-	f.commit(c2, &tasks.Change{Now: late.Add(lease + 2*time.Second), Complete: raw(`{"content":[]}`)})
+	f.commit(c2, &driver.Change{Now: late.Add(lease + 2*time.Second), Complete: raw(`{"content":[]}`)})
 	f.renewFenced(c2, late.Add(lease+3*time.Second))
-	f.wantStatus(id, tasks.StatusCompleted)
+	f.wantStatus(id, driver.StatusCompleted)
 }
 
 // A renewal after its holder released, parked, slept or ended the task is
@@ -110,15 +110,15 @@ func testRenewAfterRelease(f *fixture) {
 	f.renewer()
 	ends := []struct {
 		name string
-		ch   tasks.Change
+		ch   driver.Change
 		// next: the task can be claimed right after (else it is parked or
 		// asleep, or ended)
 		next bool
 	}{
-		{"Release", tasks.Change{Release: true}, true},
-		{"Sleep", tasks.Change{Release: true, WakeAt: time.Now().Add(time.Hour)}, false},
-		{"Park", tasks.Change{Park: requests()}, false},
-		{"Fail", tasks.Change{Fail: &tasks.ErrorObject{Code: -32603, Message: "no"}}, false},
+		{"Release", driver.Change{Release: true}, true},
+		{"Sleep", driver.Change{Release: true, WakeAt: time.Now().Add(time.Hour)}, false},
+		{"Park", driver.Change{Park: requests()}, false},
+		{"Fail", driver.Change{Fail: &driver.ErrorObject{Code: -32603, Message: "no"}}, false},
 	}
 	for _, e := range ends {
 		f.t.Run(e.name, func(t *testing.T) {
@@ -146,9 +146,9 @@ func testRenewAfterRelease(f *fixture) {
 // refuses) answers ErrNotFound.
 func testRenewUnknown(f *fixture) {
 	r := f.renewer()
-	for _, id := range []string{tasks.NewID(), "not-an-id"} {
-		c := &tasks.Claim{Task: &tasks.Task{ID: id}, Gen: 1}
-		if err := r.RenewLease(f.ctx, c, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
+	for _, id := range []string{driver.NewID(), "not-an-id"} {
+		c := &driver.Claim{Task: &driver.Task{ID: id}, Gen: 1}
+		if err := r.RenewLease(f.ctx, c, f.now, lease); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("RenewLease(%q) = %v, want ErrNotFound", id, err)
 		}
 	}
@@ -167,7 +167,7 @@ func testClaimReportsLost(f *fixture) {
 	if want := f.at(lease); !c.Lost.Equal(want) {
 		f.t.Errorf("claim after the lease ran out: Lost = %v, want the lease's end %v", c.Lost, want)
 	}
-	f.commit(c, &tasks.Change{Now: f.at(lease + time.Second), Release: true})
+	f.commit(c, &driver.Change{Now: f.at(lease + time.Second), Release: true})
 	if c = f.claim(id, f.at(lease+2*time.Second)); !c.Lost.IsZero() {
 		f.t.Errorf("claim after a release: Lost = %v, want zero", c.Lost)
 	}
@@ -178,7 +178,7 @@ func testClaimReportsLost(f *fixture) {
 	if c := f.claim(parked, f.at(2*time.Second)); !c.Lost.IsZero() {
 		f.t.Errorf("claim of a resumed task: Lost = %v, want zero", c.Lost)
 	}
-	if _, ok := f.s.(tasks.LeaseRenewer); !ok {
+	if _, ok := f.s.(driver.LeaseRenewer); !ok {
 		return
 	}
 	// A renewed lease that ran out is reported at its renewed end.

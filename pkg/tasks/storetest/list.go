@@ -5,18 +5,18 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
-// testList checks tasks.Lister, for a store that implements it: a
+// testList checks driver.Lister, for a store that implements it: a
 // principal lists its own tasks only, newest first, a page at a time with
 // an opaque cursor; expired tasks are not listed; a cursor the store did
 // not issue is refused; an empty principal owns nothing; a task created
 // without NewTask.Listed is not listed.
 func testList(f *fixture) {
-	l, ok := f.s.(tasks.Lister)
+	l, ok := f.s.(driver.Lister)
 	if !ok {
-		f.t.Skip("the store does not implement tasks.Lister")
+		f.t.Skip("the store does not implement driver.Lister")
 	}
 	var mine []string // oldest first
 	for i := range 5 {
@@ -80,7 +80,7 @@ func testList(f *fixture) {
 	if ts, _, err := l.List(f.ctx, owner, "", 10, f.at(ttl+time.Minute)); err != nil || len(ts) != 0 {
 		f.t.Fatalf("List after the TTL = %v, %v; want nothing", ids(ts), err)
 	}
-	if _, _, err := l.List(f.ctx, owner, "not-a-cursor", 10, now); !errors.Is(err, tasks.ErrBadCursor) {
+	if _, _, err := l.List(f.ctx, owner, "not-a-cursor", 10, now); !errors.Is(err, driver.ErrBadCursor) {
 		f.t.Fatalf("List(bad cursor) error = %v, want ErrBadCursor", err)
 	}
 	// A task's state shows in the listing as Get shows it.
@@ -88,12 +88,12 @@ func testList(f *fixture) {
 		f.t.Fatalf("Cancel did not end the unleased task")
 	}
 	ts, _, err = l.List(f.ctx, owner, "", 1, now)
-	if err != nil || len(ts) != 1 || ts[0].ID != mine[4] || ts[0].Status != tasks.StatusCancelled {
+	if err != nil || len(ts) != 1 || ts[0].ID != mine[4] || ts[0].Status != driver.StatusCancelled {
 		f.t.Fatalf("List after cancel = %v, %v; want %s cancelled first", ids(ts), err, mine[4])
 	}
 }
 
-func ids(ts []*tasks.Task) []string {
+func ids(ts []*driver.Task) []string {
 	out := make([]string, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, t.ID+"("+string(t.Status)+")")

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -109,15 +109,15 @@ func testListAll(f *fixture) {
 	if _, ended := f.cancelEnded(cancelled, now); !ended {
 		f.t.Fatalf("Cancel did not end the unleased task")
 	}
-	check("by status", &inspect.Filter{Statuses: []tasks.Status{tasks.StatusCancelled}}, 1, []string{cancelled})
-	check("by status", &inspect.Filter{Statuses: []tasks.Status{tasks.StatusWorking, tasks.StatusInputRequired}}, 2,
+	check("by status", &inspect.Filter{Statuses: []driver.Status{driver.StatusCancelled}}, 1, []string{cancelled})
+	check("by status", &inspect.Filter{Statuses: []driver.Status{driver.StatusWorking, driver.StatusInputRequired}}, 2,
 		want(func(m made) bool { return m.id != cancelled }))
 	ts, _, err := l.ListAll(f.ctx, nil, "", 10, now)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	for _, tk := range ts {
-		if tk.ID == cancelled && tk.Status != tasks.StatusCancelled {
+		if tk.ID == cancelled && tk.Status != driver.StatusCancelled {
 			f.t.Errorf("ListAll shows the cancelled task %s as %s", tk.ID, tk.Status)
 		}
 		if tk.Owner == "" || tk.Tool == "" || tk.CreatedAt.IsZero() {
@@ -128,7 +128,7 @@ func testListAll(f *fixture) {
 	if ts, next, err := l.ListAll(f.ctx, nil, "", 10, f.at(ttl+time.Minute)); err != nil || len(ts) != 0 || next != "" {
 		f.t.Errorf("ListAll after the TTL = %v, %q, %v; want nothing", ids(ts), next, err)
 	}
-	if _, _, err := l.ListAll(f.ctx, nil, "not-a-cursor", 10, now); !errors.Is(err, tasks.ErrBadCursor) {
+	if _, _, err := l.ListAll(f.ctx, nil, "not-a-cursor", 10, now); !errors.Is(err, driver.ErrBadCursor) {
 		f.t.Errorf("ListAll(bad cursor) error = %v, want ErrBadCursor", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // wantOutstanding checks Outstanding(id) at now against want.
@@ -30,18 +30,18 @@ func testOutstanding(f *fixture) {
 	id, c := f.offering()
 	f.wantOutstanding(id, f.now, map[string]json.RawMessage{"stop": stopOffer}, "while working with an offer")
 	for _, who := range []string{"someone-else", ""} {
-		if _, err := f.s.Outstanding(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Outstanding(f.ctx, who, id, f.now); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Outstanding by %q = %v, want ErrNotFound", who, err)
 		}
 	}
-	if _, err := f.s.Outstanding(f.ctx, owner, tasks.NewID(), f.now); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Outstanding(f.ctx, owner, driver.NewID(), f.now); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Outstanding of an unknown task = %v, want ErrNotFound", err)
 	}
 	// Parked for input with a deadline, the offer still up: both, until
 	// the deadline; one answered leaves.
 	reqs := requests()
 	deadline := f.at(time.Minute)
-	f.commit(c, &tasks.Change{Now: f.now, Park: reqs, WakeAt: deadline})
+	f.commit(c, &driver.Change{Now: f.now, Park: reqs, WakeAt: deadline})
 	all := map[string]json.RawMessage{"stop": stopOffer, "confirm": reqs["confirm"], "pick": reqs["pick"]}
 	f.wantOutstanding(id, f.at(time.Second), all, "while parked")
 	f.update(id, map[string]json.RawMessage{"confirm": raw(`{"action":"accept"}`)}, f.at(2*time.Second))
@@ -49,6 +49,6 @@ func testOutstanding(f *fixture) {
 	f.wantOutstanding(id, deadline.Add(time.Millisecond), map[string]json.RawMessage{"stop": stopOffer}, "past the deadline")
 	// Terminal: nothing.
 	c2 := f.claim(id, deadline.Add(time.Second))
-	f.commit(c2, &tasks.Change{Now: deadline.Add(time.Second), Complete: raw(`{"content":[]}`)})
+	f.commit(c2, &driver.Change{Now: deadline.Add(time.Second), Complete: raw(`{"content":[]}`)})
 	f.wantOutstanding(id, deadline.Add(2*time.Second), map[string]json.RawMessage{}, "once completed")
 }

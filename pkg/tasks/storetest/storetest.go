@@ -1,10 +1,10 @@
-// Package storetest is the behavioural contract of a [tasks.Store], written
+// Package storetest is the behavioural contract of a [driver.Store], written
 // once and run against every backend.
 //
 // A backend's test calls [Run] with a constructor that returns a store
 // private to the calling (sub)test: an empty key space, or at least one that
 // no other test writes to. Every subtest uses fresh task ids from
-// [tasks.NewID].
+// [driver.NewID].
 //
 // Most Store methods take the caller's clock (now). The suite uses it to
 // move through lease expiry, sleeps and input deadlines without sleeping.
@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // Principals and durations the suite works with.
@@ -47,7 +47,7 @@ const (
 
 // Run runs the Store contract as subtests of t. newStore is called once per
 // subtest and must return a store that no other test writes to.
-func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) driver.Store) {
 	cases := []struct {
 		name string
 		fn   func(f *fixture)
@@ -131,7 +131,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 // fixture is one subtest's store and clock.
 type fixture struct {
 	t   *testing.T
-	s   tasks.Store
+	s   driver.Store
 	ctx context.Context
 	now time.Time // millisecond-aligned, close to the real clock
 }
@@ -139,9 +139,9 @@ type fixture struct {
 // at returns the fixture's clock moved by d.
 func (f *fixture) at(d time.Duration) time.Time { return f.now.Add(d) }
 
-func (f *fixture) newTask() *tasks.NewTask {
-	return &tasks.NewTask{
-		ID:           tasks.NewID(),
+func (f *fixture) newTask() *driver.NewTask {
+	return &driver.NewTask{
+		ID:           driver.NewID(),
 		Owner:        owner,
 		Tool:         tool,
 		Args:         json.RawMessage(`{"to":"ops","n":3}`),
@@ -161,7 +161,7 @@ func (f *fixture) create() string {
 	return nt.ID
 }
 
-func (f *fixture) get(id string) *tasks.Task {
+func (f *fixture) get(id string) *driver.Task {
 	f.t.Helper()
 	tk, err := f.s.Get(f.ctx, owner, id)
 	if err != nil {
@@ -171,7 +171,7 @@ func (f *fixture) get(id string) *tasks.Task {
 }
 
 // claim claims id at now and requires a lease.
-func (f *fixture) claim(id string, now time.Time) *tasks.Claim {
+func (f *fixture) claim(id string, now time.Time) *driver.Claim {
 	f.t.Helper()
 	c, err := f.s.Claim(f.ctx, id, now, lease)
 	if err != nil {
@@ -184,7 +184,7 @@ func (f *fixture) claim(id string, now time.Time) *tasks.Claim {
 }
 
 // claimNoLease claims id at now and requires the answer without a lease.
-func (f *fixture) claimNoLease(id string, now time.Time) *tasks.Claim {
+func (f *fixture) claimNoLease(id string, now time.Time) *driver.Claim {
 	f.t.Helper()
 	c, err := f.s.Claim(f.ctx, id, now, lease)
 	if err != nil {
@@ -199,28 +199,28 @@ func (f *fixture) claimNoLease(id string, now time.Time) *tasks.Claim {
 	return c
 }
 
-func (f *fixture) commit(c *tasks.Claim, ch *tasks.Change) {
+func (f *fixture) commit(c *driver.Claim, ch *driver.Change) {
 	f.t.Helper()
 	if err := f.s.Commit(f.ctx, c, ch); err != nil {
 		f.t.Fatalf("Commit(%s): %v", c.Task.ID, err)
 	}
 }
 
-func (f *fixture) commitFenced(c *tasks.Claim, ch *tasks.Change) {
+func (f *fixture) commitFenced(c *driver.Claim, ch *driver.Change) {
 	f.t.Helper()
-	if err := f.s.Commit(f.ctx, c, ch); !errors.Is(err, tasks.ErrFenced) {
+	if err := f.s.Commit(f.ctx, c, ch); !errors.Is(err, driver.ErrFenced) {
 		f.t.Fatalf("Commit(%s) = %v, want ErrFenced", c.Task.ID, err)
 	}
 }
 
 // park creates a task, claims it and parks it for reqs; it returns the id
 // and the (still current) claim.
-func (f *fixture) park(reqs map[string]json.RawMessage, anyKey bool, deadline time.Time) (string, *tasks.Claim) {
+func (f *fixture) park(reqs map[string]json.RawMessage, anyKey bool, deadline time.Time) (string, *driver.Claim) {
 	f.t.Helper()
 	id := f.create()
 	c := f.claim(id, f.now)
-	f.commit(c, &tasks.Change{Now: f.now, Park: reqs, ParkAny: anyKey, WakeAt: deadline})
-	if c.Task.Status != tasks.StatusInputRequired {
+	f.commit(c, &driver.Change{Now: f.now, Park: reqs, ParkAny: anyKey, WakeAt: deadline})
+	if c.Task.Status != driver.StatusInputRequired {
 		f.t.Fatalf("after Park: claim status = %s, want input_required", c.Task.Status)
 	}
 	return id, c
@@ -235,7 +235,7 @@ func (f *fixture) update(id string, resp map[string]json.RawMessage, now time.Ti
 	return resumed
 }
 
-func (f *fixture) cancel(id string, now time.Time) tasks.Status {
+func (f *fixture) cancel(id string, now time.Time) driver.Status {
 	f.t.Helper()
 	st, _ := f.cancelEnded(id, now)
 	return st
@@ -243,19 +243,19 @@ func (f *fixture) cancel(id string, now time.Time) tasks.Status {
 
 // cancelEnded cancels id as its owner and returns the status afterwards
 // and whether this call ended the task.
-func (f *fixture) cancelEnded(id string, now time.Time) (tasks.Status, bool) {
+func (f *fixture) cancelEnded(id string, now time.Time) (driver.Status, bool) {
 	f.t.Helper()
 	st, ended, err := f.s.Cancel(f.ctx, owner, id, now)
 	if err != nil {
 		f.t.Fatalf("Cancel(%s): %v", id, err)
 	}
-	if ended && st != tasks.StatusCancelled {
+	if ended && st != driver.StatusCancelled {
 		f.t.Errorf("Cancel(%s) = %s and ended: a cancel that ends a task makes it cancelled", id, st)
 	}
 	return st, ended
 }
 
-func (f *fixture) wantStatus(id string, want tasks.Status) *tasks.Task {
+func (f *fixture) wantStatus(id string, want driver.Status) *driver.Task {
 	f.t.Helper()
 	tk := f.get(id)
 	if tk.Status != want {
@@ -290,7 +290,7 @@ func (f *fixture) wantInputRequests(id string, want map[string]json.RawMessage) 
 	}
 }
 
-func (f *fixture) wantResponses(c *tasks.Claim, want map[string]json.RawMessage) {
+func (f *fixture) wantResponses(c *driver.Claim, want map[string]json.RawMessage) {
 	f.t.Helper()
 	if !rawMapEqual(c.Responses, want) {
 		f.t.Fatalf("Claim(%s).Responses = %s, want %s", c.Task.ID, fmtRawMap(c.Responses), fmtRawMap(want))
@@ -335,7 +335,7 @@ func fmtRawMap(m map[string]json.RawMessage) string {
 	return s + "}"
 }
 
-func entriesEqual(a, b []tasks.Entry) bool {
+func entriesEqual(a, b []driver.Entry) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -368,12 +368,12 @@ func testCreateGet(f *fixture) {
 	if err != nil {
 		f.t.Fatalf("Create: %v", err)
 	}
-	check := func(what string, tk *tasks.Task) {
+	check := func(what string, tk *driver.Task) {
 		f.t.Helper()
 		if tk.ID != nt.ID || tk.Owner != owner || tk.Tool != tool {
 			f.t.Errorf("%s: ID/Owner/Tool = %q/%q/%q, want %q/%q/%q", what, tk.ID, tk.Owner, tk.Tool, nt.ID, owner, tool)
 		}
-		if tk.Status != tasks.StatusWorking {
+		if tk.Status != driver.StatusWorking {
 			f.t.Errorf("%s: Status = %s, want working", what, tk.Status)
 		}
 		if !tk.CreatedAt.Equal(f.now) || !tk.UpdatedAt.Equal(f.now) {
@@ -409,28 +409,28 @@ func testCreateGet(f *fixture) {
 func testGetInvisible(f *fixture) {
 	id := f.create()
 	for _, who := range []string{stranger, ""} {
-		if _, err := f.s.Get(f.ctx, who, id); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Get(f.ctx, who, id); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Get by %q = %v, want ErrNotFound", who, err)
 		}
 	}
-	unknown := tasks.NewID()
-	if _, err := f.s.Get(f.ctx, owner, unknown); !errors.Is(err, tasks.ErrNotFound) {
+	unknown := driver.NewID()
+	if _, err := f.s.Get(f.ctx, owner, unknown); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Get of an unknown id = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Peek(f.ctx, unknown); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Peek(f.ctx, unknown); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Peek of an unknown id = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Claim(f.ctx, unknown, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Claim(f.ctx, unknown, f.now, lease); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Claim of an unknown id = %v, want ErrNotFound", err)
 	}
 	// The owner still sees it.
-	f.wantStatus(id, tasks.StatusWorking)
+	f.wantStatus(id, driver.StatusWorking)
 }
 
 // foreignIDs are ids NewID never issues: a store must not take them for
 // task ids (they could name other keys that share its key space).
 var foreignIDs = []string{
-	"", "queue", "due", "{queue}", "x}:p", tasks.NewID() + "x", tasks.NewID()[1:],
+	"", "queue", "due", "{queue}", "x}:p", driver.NewID() + "x", driver.NewID()[1:],
 	"AAAAAAAAAAAAAAAAAAAAAB", // 22 characters, but not 16 bytes
 	"AAAAAAAAAAAAAAAAAAAA.A", // outside the alphabet
 }
@@ -439,7 +439,7 @@ var foreignIDs = []string{
 // other operation answers ErrNotFound.
 func testForeignIDs(f *fixture) {
 	for _, id := range foreignIDs {
-		if tasks.ValidID(id) {
+		if driver.ValidID(id) {
 			f.t.Fatalf("ValidID(%q) = true", id)
 		}
 		nt := f.newTask()
@@ -447,27 +447,27 @@ func testForeignIDs(f *fixture) {
 		if _, err := f.s.Create(f.ctx, nt); err == nil {
 			f.t.Errorf("Create(%q) succeeded, want an error", id)
 		}
-		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
 		}
-		if _, err := f.s.Peek(f.ctx, id); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Peek(f.ctx, id); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Peek(%q) = %v, want ErrNotFound", id, err)
 		}
-		if _, err := f.s.Update(f.ctx, owner, id, map[string]json.RawMessage{"k": raw(`1`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Update(f.ctx, owner, id, map[string]json.RawMessage{"k": raw(`1`)}, f.now); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Update(%q) = %v, want ErrNotFound", id, err)
 		}
-		if _, _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, _, err := f.s.Cancel(f.ctx, owner, id, f.now); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Cancel(%q) = %v, want ErrNotFound", id, err)
 		}
-		if _, err := f.s.Claim(f.ctx, id, f.now, lease); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Claim(f.ctx, id, f.now, lease); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Claim(%q) = %v, want ErrNotFound", id, err)
 		}
-		c := &tasks.Claim{Task: &tasks.Task{ID: id, Owner: owner}, Gen: 1}
-		if err := f.s.Commit(f.ctx, c, &tasks.Change{Now: f.now, Complete: raw(`{}`)}); !errors.Is(err, tasks.ErrNotFound) {
+		c := &driver.Claim{Task: &driver.Task{ID: id, Owner: owner}, Gen: 1}
+		if err := f.s.Commit(f.ctx, c, &driver.Change{Now: f.now, Complete: raw(`{}`)}); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Commit(%q) = %v, want ErrNotFound", id, err)
 		}
 	}
-	if !tasks.ValidID(tasks.NewID()) {
+	if !driver.ValidID(driver.NewID()) {
 		f.t.Fatalf("ValidID rejects an id from NewID")
 	}
 }
@@ -479,23 +479,23 @@ func testCreateDuplicate(f *fixture) {
 	}
 	dup := *nt
 	dup.Owner, dup.Tool, dup.Args = stranger, "other_tool", raw(`{"evil":true}`)
-	if _, err := f.s.Create(f.ctx, &dup); !errors.Is(err, tasks.ErrExists) {
+	if _, err := f.s.Create(f.ctx, &dup); !errors.Is(err, driver.ErrExists) {
 		f.t.Fatalf("duplicate Create = %v, want ErrExists", err)
 	}
 	got := f.get(nt.ID)
 	if got.Owner != owner || got.Tool != tool || !jsonEqual(got.Args, nt.Args) {
 		f.t.Errorf("duplicate Create changed the task: owner %q tool %q args %s", got.Owner, got.Tool, got.Args)
 	}
-	if _, err := f.s.Get(f.ctx, stranger, nt.ID); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Get(f.ctx, stranger, nt.ID); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Get by the duplicate's owner = %v, want ErrNotFound", err)
 	}
 }
 
 func testCreateSeeded(f *fixture) {
 	nt := f.newTask()
-	nt.Journal = []tasks.Entry{
-		{Name: "fetch", Kind: tasks.KindDo, Value: raw(`{"rows":[1,2]}`)},
-		{Name: "confirm", Kind: tasks.KindInput, Keys: []string{"confirm"}},
+	nt.Journal = []driver.Entry{
+		{Name: "fetch", Kind: driver.KindDo, Value: raw(`{"rows":[1,2]}`)},
+		{Name: "confirm", Kind: driver.KindInput, Keys: []string{"confirm"}},
 	}
 	nt.Responses = map[string]json.RawMessage{"confirm": raw(`{"action":"accept"}`)}
 	if _, err := f.s.Create(f.ctx, nt); err != nil {
@@ -523,8 +523,8 @@ func testTTL(f *fixture) {
 	if err != nil {
 		f.t.Fatalf("Claim right after Create: %v", err)
 	}
-	if err := f.s.Commit(f.ctx, c, &tasks.Change{Now: time.Now(),
-		Append: []tasks.Entry{{Name: "a", Kind: tasks.KindDo, Value: raw(`1`)}},
+	if err := f.s.Commit(f.ctx, c, &driver.Change{Now: time.Now(),
+		Append: []driver.Entry{{Name: "a", Kind: driver.KindDo, Value: raw(`1`)}},
 		Park:   map[string]json.RawMessage{"k": raw(`{}`)}}); err != nil {
 		f.t.Fatalf("Commit right after Create: %v", err)
 	}
@@ -538,7 +538,7 @@ func testTTL(f *fixture) {
 		after := time.Now()
 		if err == nil {
 			seen = true
-		} else if errors.Is(err, tasks.ErrNotFound) {
+		} else if errors.Is(err, driver.ErrNotFound) {
 			if after.Before(expires) {
 				f.t.Fatalf("task gone at %v, before it expires at %v", after, expires)
 			}
@@ -554,16 +554,16 @@ func testTTL(f *fixture) {
 	if !seen {
 		f.t.Fatalf("task never readable during its TTL")
 	}
-	if _, err := f.s.Peek(f.ctx, nt.ID); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Peek(f.ctx, nt.ID); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Peek after expiry = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Claim(f.ctx, nt.ID, time.Now(), lease); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Claim(f.ctx, nt.ID, time.Now(), lease); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Claim after expiry = %v, want ErrNotFound", err)
 	}
-	if _, err := f.s.Update(f.ctx, owner, nt.ID, map[string]json.RawMessage{"k": raw(`1`)}, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
+	if _, err := f.s.Update(f.ctx, owner, nt.ID, map[string]json.RawMessage{"k": raw(`1`)}, time.Now()); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Update after expiry = %v, want ErrNotFound", err)
 	}
-	if _, _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, nt.ID, time.Now()); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Cancel after expiry = %v, want ErrNotFound", err)
 	}
 }
@@ -578,13 +578,13 @@ func testClaimFresh(f *fixture) {
 		f.t.Errorf("Journal/Responses = %v/%v, want empty", c.Journal, c.Responses)
 	}
 	tk := c.Task
-	if tk.ID != id || tk.Owner != owner || tk.Tool != tool || tk.Status != tasks.StatusWorking || !jsonEqual(tk.Args, raw(`{"to":"ops","n":3}`)) {
+	if tk.ID != id || tk.Owner != owner || tk.Tool != tool || tk.Status != driver.StatusWorking || !jsonEqual(tk.Args, raw(`{"to":"ops","n":3}`)) {
 		f.t.Errorf("Claim.Task = %+v, want the created task in working", tk)
 	}
 	if !tk.LeaseUntil.Equal(f.at(lease)) {
 		f.t.Errorf("Claim.Task.LeaseUntil = %v, want %v", tk.LeaseUntil, f.at(lease))
 	}
-	if got := f.get(id); !got.LeaseUntil.Equal(f.at(lease)) || got.Status != tasks.StatusWorking {
+	if got := f.get(id); !got.LeaseUntil.Equal(f.at(lease)) || got.Status != driver.StatusWorking {
 		f.t.Errorf("Get after Claim: status %s LeaseUntil %v, want working, %v", got.Status, got.LeaseUntil, f.at(lease))
 	}
 	ok, err := f.s.CancelRequested(f.ctx, c)
@@ -598,13 +598,13 @@ func testClaimWhileLeased(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
 	for _, at := range []time.Time{f.now, f.at(lease / 2), f.at(lease - time.Millisecond)} {
-		if _, err := f.s.Claim(f.ctx, id, at, lease); !errors.Is(err, tasks.ErrLeased) {
+		if _, err := f.s.Claim(f.ctx, id, at, lease); !errors.Is(err, driver.ErrLeased) {
 			f.t.Errorf("Claim at %v while leased until %v = %v, want ErrLeased", at, c.Task.LeaseUntil, err)
 		}
 	}
 	f.wantDue(id, c.Task.LeaseUntil, "after refused claims")
 	// A refused claim takes nothing away from the holder.
-	f.commit(c, &tasks.Change{Now: f.at(time.Second), Append: []tasks.Entry{{Name: "s", Kind: tasks.KindDo, Value: raw(`"x"`)}}})
+	f.commit(c, &driver.Change{Now: f.at(time.Second), Append: []driver.Entry{{Name: "s", Kind: driver.KindDo, Value: raw(`"x"`)}}})
 }
 
 func testStaleClaim(f *fixture) {
@@ -621,14 +621,14 @@ func testStaleClaim(f *fixture) {
 	later := f.at(lease + time.Second)
 	stale := []struct {
 		name string
-		ch   *tasks.Change
+		ch   *driver.Change
 	}{
-		{"keep", &tasks.Change{Now: later, Append: []tasks.Entry{{Name: "x", Kind: tasks.KindDo, Value: raw(`1`)}}, StatusMessage: &msg}},
-		{"complete", &tasks.Change{Now: later, Complete: raw(`{"content":[]}`)}},
-		{"fail", &tasks.Change{Now: later, Fail: &tasks.ErrorObject{Code: -32603, Message: "stale"}}},
-		{"cancel", &tasks.Change{Now: later, Cancel: true}},
-		{"release", &tasks.Change{Now: later, Release: true}},
-		{"park", &tasks.Change{Now: later, Park: map[string]json.RawMessage{"k": raw(`{}`)}}},
+		{"keep", &driver.Change{Now: later, Append: []driver.Entry{{Name: "x", Kind: driver.KindDo, Value: raw(`1`)}}, StatusMessage: &msg}},
+		{"complete", &driver.Change{Now: later, Complete: raw(`{"content":[]}`)}},
+		{"fail", &driver.Change{Now: later, Fail: &driver.ErrorObject{Code: -32603, Message: "stale"}}},
+		{"cancel", &driver.Change{Now: later, Cancel: true}},
+		{"release", &driver.Change{Now: later, Release: true}},
+		{"park", &driver.Change{Now: later, Park: map[string]json.RawMessage{"k": raw(`{}`)}}},
 	}
 	for _, st := range stale {
 		f.commitFenced(c1, st.ch)
@@ -636,13 +636,13 @@ func testStaleClaim(f *fixture) {
 		// if the live holder dies, the task must still be found.
 		f.wantDue(id, c2.Task.LeaseUntil, "after a fenced "+st.name+" commit")
 	}
-	got := f.wantStatus(id, tasks.StatusWorking)
+	got := f.wantStatus(id, driver.StatusWorking)
 	if got.StatusMessage != "" || got.Result != nil || got.Error != nil || len(got.InputRequests) != 0 ||
 		!got.UpdatedAt.Equal(f.now) || !got.LeaseUntil.Equal(c2.Task.LeaseUntil) {
 		f.t.Errorf("fenced commits changed the task: %+v", got)
 	}
 	// The live claim still works, and sees none of the stale journal.
-	f.commit(c2, &tasks.Change{Now: later, Release: true})
+	f.commit(c2, &driver.Change{Now: later, Release: true})
 	c3 := f.claim(id, later)
 	if len(c3.Journal) != 0 {
 		f.t.Errorf("journal after fenced appends = %+v, want empty", c3.Journal)
@@ -655,20 +655,20 @@ func testStaleClaim(f *fixture) {
 func testJournalOrder(f *fixture) {
 	id := f.create()
 	until := f.at(time.Hour)
-	e := []tasks.Entry{
-		{Name: "fetch", Kind: tasks.KindDo, Value: raw(`{"rows":[1,2,3]}`)},
-		{Name: "flaky", Kind: tasks.KindDo, Err: "gave up"},
-		{Name: "nap", Kind: tasks.KindSleep, Until: until},
-		{Name: "ask", Kind: tasks.KindInput, Keys: []string{"a", "b"}, Any: true, Until: until},
-		{Name: "send", Kind: tasks.KindDo, Value: raw(`"ok"`)},
+	e := []driver.Entry{
+		{Name: "fetch", Kind: driver.KindDo, Value: raw(`{"rows":[1,2,3]}`)},
+		{Name: "flaky", Kind: driver.KindDo, Err: "gave up"},
+		{Name: "nap", Kind: driver.KindSleep, Until: until},
+		{Name: "ask", Kind: driver.KindInput, Keys: []string{"a", "b"}, Any: true, Until: until},
+		{Name: "send", Kind: driver.KindDo, Value: raw(`"ok"`)},
 	}
 	c := f.claim(id, f.now)
-	f.commit(c, &tasks.Change{Now: f.now, Append: e[:2]})
+	f.commit(c, &driver.Change{Now: f.now, Append: e[:2]})
 	if !entriesEqual(c.Journal, e[:2]) {
 		f.t.Fatalf("claim journal after first commit = %+v, want %+v", c.Journal, e[:2])
 	}
-	f.commit(c, &tasks.Change{Now: f.now, Append: e[2:4]})
-	f.commit(c, &tasks.Change{Now: f.now, Append: e[4:], Release: true})
+	f.commit(c, &driver.Change{Now: f.now, Append: e[2:4]})
+	f.commit(c, &driver.Change{Now: f.now, Append: e[4:], Release: true})
 	if !entriesEqual(c.Journal, e) {
 		f.t.Fatalf("claim journal after commits = %+v, want %+v", c.Journal, e)
 	}
@@ -682,17 +682,17 @@ func testSetAttempts(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
 	five := 5
-	f.commit(c, &tasks.Change{Now: f.now, SetAttempts: &five})
+	f.commit(c, &driver.Change{Now: f.now, SetAttempts: &five})
 	if c.Attempts != 5 {
 		f.t.Errorf("claim Attempts after SetAttempts(5) = %d, want 5", c.Attempts)
 	}
-	f.commit(c, &tasks.Change{Now: f.now, Release: true})
+	f.commit(c, &driver.Change{Now: f.now, Release: true})
 	c = f.claim(id, f.now)
 	if c.Attempts != 6 {
 		f.t.Errorf("Attempts on the claim after SetAttempts(5) = %d, want 6", c.Attempts)
 	}
 	zero := 0
-	f.commit(c, &tasks.Change{Now: f.now, SetAttempts: &zero, Release: true})
+	f.commit(c, &driver.Change{Now: f.now, SetAttempts: &zero, Release: true})
 	c = f.claim(id, f.now)
 	if c.Attempts != 1 {
 		f.t.Errorf("Attempts on the claim after SetAttempts(0) = %d, want 1", c.Attempts)
@@ -703,17 +703,17 @@ func testStatusMessage(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
 	msg := "fetched 3 rows"
-	f.commit(c, &tasks.Change{Now: f.at(time.Second), StatusMessage: &msg})
-	if c.Task.StatusMessage != msg || c.Task.Status != tasks.StatusWorking {
+	f.commit(c, &driver.Change{Now: f.at(time.Second), StatusMessage: &msg})
+	if c.Task.StatusMessage != msg || c.Task.Status != driver.StatusWorking {
 		f.t.Errorf("claim after commit: status %s message %q, want working %q", c.Task.Status, c.Task.StatusMessage, msg)
 	}
-	got := f.wantStatus(id, tasks.StatusWorking)
+	got := f.wantStatus(id, driver.StatusWorking)
 	if got.StatusMessage != msg || !got.UpdatedAt.Equal(f.at(time.Second)) || !got.CreatedAt.Equal(f.now) {
 		f.t.Errorf("Get: message %q updated %v created %v, want %q %v %v",
 			got.StatusMessage, got.UpdatedAt, got.CreatedAt, msg, f.at(time.Second), f.now)
 	}
 	// A commit without StatusMessage keeps it.
-	f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
+	f.commit(c, &driver.Change{Now: f.at(2 * time.Second), Release: true})
 	if got := f.get(id); got.StatusMessage != msg {
 		f.t.Errorf("StatusMessage after a commit without one = %q, want %q", got.StatusMessage, msg)
 	}
@@ -724,14 +724,14 @@ func testStatusMessage(f *fixture) {
 // state sets one with it.
 func testTerminalClearsStatusMessage(f *fixture) {
 	running, done := "waiting for confirmation", "sent to 3 recipients"
-	started := func(f *fixture) (string, *tasks.Claim) {
+	started := func(f *fixture) (string, *driver.Claim) {
 		f.t.Helper()
 		id := f.create()
 		c := f.claim(id, f.now)
-		f.commit(c, &tasks.Change{Now: f.now, StatusMessage: &running})
+		f.commit(c, &driver.Change{Now: f.now, StatusMessage: &running})
 		return id, c
 	}
-	want := func(f *fixture, id string, st tasks.Status, msg string, c *tasks.Claim) {
+	want := func(f *fixture, id string, st driver.Status, msg string, c *driver.Claim) {
 		f.t.Helper()
 		if got := f.wantStatus(id, st); got.StatusMessage != msg {
 			f.t.Errorf("%s task: StatusMessage %q, want %q", st, got.StatusMessage, msg)
@@ -746,43 +746,43 @@ func testTerminalClearsStatusMessage(f *fixture) {
 	}{
 		{"Complete", func(f *fixture) {
 			id, c := started(f)
-			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`)})
-			want(f, id, tasks.StatusCompleted, "", c)
+			f.commit(c, &driver.Change{Now: f.at(time.Second), Complete: raw(`{}`)})
+			want(f, id, driver.StatusCompleted, "", c)
 		}},
 		{"CompleteWithMessage", func(f *fixture) {
 			id, c := started(f)
-			f.commit(c, &tasks.Change{Now: f.at(time.Second), Complete: raw(`{}`), StatusMessage: &done})
-			want(f, id, tasks.StatusCompleted, done, c)
+			f.commit(c, &driver.Change{Now: f.at(time.Second), Complete: raw(`{}`), StatusMessage: &done})
+			want(f, id, driver.StatusCompleted, done, c)
 		}},
 		{"Fail", func(f *fixture) {
 			id, c := started(f)
-			f.commit(c, &tasks.Change{Now: f.at(time.Second), Fail: &tasks.ErrorObject{Code: -32603, Message: "boom"}})
-			want(f, id, tasks.StatusFailed, "", c)
+			f.commit(c, &driver.Change{Now: f.at(time.Second), Fail: &driver.ErrorObject{Code: -32603, Message: "boom"}})
+			want(f, id, driver.StatusFailed, "", c)
 		}},
 		{"CommitCancel", func(f *fixture) {
 			id, c := started(f)
-			f.commit(c, &tasks.Change{Now: f.at(time.Second), Cancel: true})
-			want(f, id, tasks.StatusCancelled, "", c)
+			f.commit(c, &driver.Change{Now: f.at(time.Second), Cancel: true})
+			want(f, id, driver.StatusCancelled, "", c)
 		}},
 		{"CancelParked", func(f *fixture) {
 			id, c := started(f)
-			f.commit(c, &tasks.Change{Now: f.now, Park: requests()})
+			f.commit(c, &driver.Change{Now: f.now, Park: requests()})
 			f.cancel(id, f.at(time.Second))
-			want(f, id, tasks.StatusCancelled, "", nil)
+			want(f, id, driver.StatusCancelled, "", nil)
 		}},
 		{"CancelRequestedThenCommit", func(f *fixture) {
 			id, c := started(f)
 			f.cancel(id, f.at(time.Second))
-			want(f, id, tasks.StatusWorking, running, nil) // still running
+			want(f, id, driver.StatusWorking, running, nil) // still running
 			next := "next part"
-			f.commit(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true, StatusMessage: &next})
-			want(f, id, tasks.StatusCancelled, "", c)
+			f.commit(c, &driver.Change{Now: f.at(2 * time.Second), Release: true, StatusMessage: &next})
+			want(f, id, driver.StatusCancelled, "", c)
 		}},
 		{"CancelRequestedThenClaim", func(f *fixture) {
 			id, _ := started(f)
 			f.cancel(id, f.at(time.Second))
 			nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
-			want(f, id, tasks.StatusCancelled, "", nc)
+			want(f, id, driver.StatusCancelled, "", nc)
 		}},
 	}
 	for _, c := range cases {
@@ -794,14 +794,14 @@ func testSleeping(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
 	wake := f.at(10 * time.Minute)
-	f.commit(c, &tasks.Change{Now: f.now, Release: true, WakeAt: wake})
-	got := f.wantStatus(id, tasks.StatusWorking)
+	f.commit(c, &driver.Change{Now: f.now, Release: true, WakeAt: wake})
+	got := f.wantStatus(id, driver.StatusWorking)
 	if !got.WakeAt.Equal(wake) || !got.LeaseUntil.IsZero() {
 		f.t.Errorf("Get after Release: WakeAt %v LeaseUntil %v, want %v and none", got.WakeAt, got.LeaseUntil, wake)
 	}
 	f.wantDue(id, wake, "a sleeping task")
 	nc := f.claimNoLease(id, f.at(time.Minute))
-	if nc.Task.Status != tasks.StatusWorking || !nc.Task.WakeAt.Equal(wake) {
+	if nc.Task.Status != driver.StatusWorking || !nc.Task.WakeAt.Equal(wake) {
 		f.t.Errorf("Claim of a sleeping task: status %s WakeAt %v, want working %v", nc.Task.Status, nc.Task.WakeAt, wake)
 	}
 	f.wantDue(id, wake, "a sleeping task after an early Claim")
@@ -815,7 +815,7 @@ func testSleeping(f *fixture) {
 func testPark(f *fixture) {
 	reqs := requests()
 	id, c := f.park(reqs, false, time.Time{})
-	got := f.wantStatus(id, tasks.StatusInputRequired)
+	got := f.wantStatus(id, driver.StatusInputRequired)
 	if !rawMapEqual(got.InputRequests, reqs) {
 		f.t.Errorf("InputRequests = %s, want %s", fmtRawMap(got.InputRequests), fmtRawMap(reqs))
 	}
@@ -825,7 +825,7 @@ func testPark(f *fixture) {
 	// Parked without a deadline: no claim, at any time.
 	for _, at := range []time.Time{f.now, f.at(lease + time.Millisecond), f.at(ttl / 2)} {
 		nc := f.claimNoLease(id, at)
-		if nc.Task.Status != tasks.StatusInputRequired || !nc.Task.WakeAt.IsZero() {
+		if nc.Task.Status != driver.StatusInputRequired || !nc.Task.WakeAt.IsZero() {
 			f.t.Errorf("Claim of a parked task at %v: status %s WakeAt %v, want input_required, none", at, nc.Task.Status, nc.Task.WakeAt)
 		}
 	}
@@ -841,7 +841,7 @@ func testUpdatePartial(f *fixture) {
 	if f.update(id, map[string]json.RawMessage{"confirm": raw(`{"action":"accept"}`)}, f.at(time.Second)) {
 		f.t.Errorf("Update of one of two keys resumed the task")
 	}
-	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantStatus(id, driver.StatusInputRequired)
 	f.wantInputRequests(id, map[string]json.RawMessage{"pick": reqs["pick"]})
 	if got := f.get(id); !got.UpdatedAt.Equal(f.at(time.Second)) {
 		f.t.Errorf("UpdatedAt after an accepted Update = %v, want %v", got.UpdatedAt, f.at(time.Second))
@@ -854,10 +854,10 @@ func testUpdatePartial(f *fixture) {
 	}, f.at(2*time.Second)) {
 		f.t.Errorf("Update of answered/unknown keys resumed the task")
 	}
-	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantStatus(id, driver.StatusInputRequired)
 	f.wantInputRequests(id, map[string]json.RawMessage{"pick": reqs["pick"]})
 	nc := f.claimNoLease(id, f.at(2*time.Second))
-	if nc.Task.Status != tasks.StatusInputRequired {
+	if nc.Task.Status != driver.StatusInputRequired {
 		f.t.Errorf("Claim while one key is outstanding: status %s", nc.Task.Status)
 	}
 
@@ -865,7 +865,7 @@ func testUpdatePartial(f *fixture) {
 	if !f.update(id, map[string]json.RawMessage{"pick": raw(`{"choice":2}`)}, f.at(3*time.Second)) {
 		f.t.Errorf("Update of the last key did not resume the task")
 	}
-	f.wantStatus(id, tasks.StatusWorking)
+	f.wantStatus(id, driver.StatusWorking)
 	f.wantInputRequests(id, nil)
 	f.wantDue(id, f.at(3*time.Second), "a task resumed by Update")
 	// Late answers are ignored too.
@@ -885,7 +885,7 @@ func testUpdateAll(f *fixture) {
 	if !f.update(id, resp, f.now) {
 		f.t.Errorf("Update of every key did not resume the task")
 	}
-	f.wantStatus(id, tasks.StatusWorking)
+	f.wantStatus(id, driver.StatusWorking)
 	f.wantResponses(f.claim(id, f.now), resp)
 }
 
@@ -894,7 +894,7 @@ func testUpdateAny(f *fixture) {
 	if !f.update(id, map[string]json.RawMessage{"pick": raw(`"first"`)}, f.now) {
 		f.t.Fatalf("ParkAny: the first answer did not resume the task")
 	}
-	f.wantStatus(id, tasks.StatusWorking)
+	f.wantStatus(id, driver.StatusWorking)
 	f.wantInputRequests(id, nil)
 	// The other request was withdrawn: answering it now is ignored.
 	if f.update(id, map[string]json.RawMessage{"confirm": raw(`true`)}, f.now) {
@@ -915,7 +915,7 @@ func testUpdatePastDeadline(f *fixture) {
 		f.t.Errorf("Update of one of two keys resumed the task")
 	}
 	nc := f.claimNoLease(id, f.at(30*time.Second))
-	if nc.Task.Status != tasks.StatusInputRequired || !nc.Task.WakeAt.Equal(deadline) {
+	if nc.Task.Status != driver.StatusInputRequired || !nc.Task.WakeAt.Equal(deadline) {
 		f.t.Errorf("Claim before the deadline: status %s WakeAt %v, want input_required %v", nc.Task.Status, nc.Task.WakeAt, deadline)
 	}
 	// After the deadline: refused.
@@ -924,10 +924,10 @@ func testUpdatePastDeadline(f *fixture) {
 	if resumed {
 		f.t.Errorf("Update past the deadline resumed the task (err %v)", err)
 	}
-	if errors.Is(err, tasks.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Update past the deadline = ErrNotFound; the task exists")
 	}
-	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantStatus(id, driver.StatusInputRequired)
 	f.wantInputRequests(id, map[string]json.RawMessage{"pick": reqs["pick"]})
 	// The worker claims it to handle the timeout, and sees only the answer
 	// given in time.
@@ -959,7 +959,7 @@ func testUpdateNotParked(f *fixture) {
 	if f.update(id, map[string]json.RawMessage{"confirm": raw(`true`)}, f.now) {
 		f.t.Errorf("Update of a working task reported resumed")
 	}
-	f.wantStatus(id, tasks.StatusWorking)
+	f.wantStatus(id, driver.StatusWorking)
 	f.wantResponses(f.claim(id, f.now), nil)
 }
 
@@ -968,22 +968,22 @@ func testUpdateCancelByOthers(f *fixture) {
 	id, _ := f.park(reqs, false, time.Time{})
 	resp := map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}
 	for _, who := range []string{stranger, ""} {
-		if _, err := f.s.Update(f.ctx, who, id, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Update(f.ctx, who, id, resp, f.now); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
 		}
-		if _, _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, tasks.ErrNotFound) {
+		if _, _, err := f.s.Cancel(f.ctx, who, id, f.now); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Cancel by %q = %v, want ErrNotFound", who, err)
 		}
 	}
-	unknown := tasks.NewID()
-	if _, err := f.s.Update(f.ctx, owner, unknown, resp, f.now); !errors.Is(err, tasks.ErrNotFound) {
+	unknown := driver.NewID()
+	if _, err := f.s.Update(f.ctx, owner, unknown, resp, f.now); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Update of an unknown id = %v, want ErrNotFound", err)
 	}
-	if _, _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, tasks.ErrNotFound) {
+	if _, _, err := f.s.Cancel(f.ctx, owner, unknown, f.now); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Cancel of an unknown id = %v, want ErrNotFound", err)
 	}
 	// Nothing changed.
-	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantStatus(id, driver.StatusInputRequired)
 	f.wantInputRequests(id, reqs)
 	if got := f.get(id); got.CancelRequested {
 		f.t.Errorf("a stranger's Cancel set CancelRequested")
@@ -998,46 +998,46 @@ func testUpdateByOthersLeavesDueIndex(f *fixture) {
 	before := dueAt(f, id, f.at(2*ttl))
 	resp := map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}
 	for _, who := range []string{stranger, ""} {
-		if _, err := f.s.Update(f.ctx, who, id, resp, f.at(time.Second)); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Update(f.ctx, who, id, resp, f.at(time.Second)); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("Update by %q = %v, want ErrNotFound", who, err)
 		}
 		if after := dueAt(f, id, f.at(2*ttl)); !after.Equal(before) {
 			f.t.Errorf("Update by %q moved the owner's due time from %v to %v", who, before, after)
 		}
 	}
-	f.wantStatus(id, tasks.StatusInputRequired)
+	f.wantStatus(id, driver.StatusInputRequired)
 	f.wantInputRequests(id, reqs)
 }
 
 func testCancelParked(f *fixture) {
 	id, c := f.park(requests(), false, f.at(time.Hour))
-	if st := f.cancel(id, f.at(time.Second)); st != tasks.StatusCancelled {
+	if st := f.cancel(id, f.at(time.Second)); st != driver.StatusCancelled {
 		f.t.Fatalf("Cancel of a parked task = %s, want cancelled", st)
 	}
-	got := f.wantStatus(id, tasks.StatusCancelled)
+	got := f.wantStatus(id, driver.StatusCancelled)
 	if len(got.InputRequests) != 0 {
 		f.t.Errorf("cancelled task still has InputRequests %s", fmtRawMap(got.InputRequests))
 	}
 	if f.update(id, map[string]json.RawMessage{"confirm": raw(`true`)}, f.at(2*time.Second)) {
 		f.t.Errorf("Update of a cancelled task resumed it")
 	}
-	f.commitFenced(c, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
+	f.commitFenced(c, &driver.Change{Now: f.at(2 * time.Second), Release: true})
 	nc := f.claimNoLease(id, f.at(2*time.Hour))
-	if nc.Task.Status != tasks.StatusCancelled {
+	if nc.Task.Status != driver.StatusCancelled {
 		f.t.Errorf("Claim of a cancelled task: status %s", nc.Task.Status)
 	}
-	f.wantStatus(id, tasks.StatusCancelled)
+	f.wantStatus(id, driver.StatusCancelled)
 }
 
 func testCancelUnleased(f *fixture) {
 	f.t.Run("Queued", func(t *testing.T) {
 		f := &fixture{t: t, s: f.s, ctx: f.ctx, now: f.now}
 		id := f.create()
-		if st := f.cancel(id, f.now); st != tasks.StatusCancelled {
+		if st := f.cancel(id, f.now); st != driver.StatusCancelled {
 			t.Fatalf("Cancel of a queued task = %s, want cancelled", st)
 		}
-		f.wantStatus(id, tasks.StatusCancelled)
-		if nc := f.claimNoLease(id, f.now); nc.Task.Status != tasks.StatusCancelled {
+		f.wantStatus(id, driver.StatusCancelled)
+		if nc := f.claimNoLease(id, f.now); nc.Task.Status != driver.StatusCancelled {
 			t.Errorf("Claim of a cancelled task: status %s", nc.Task.Status)
 		}
 	})
@@ -1045,23 +1045,23 @@ func testCancelUnleased(f *fixture) {
 		f := &fixture{t: t, s: f.s, ctx: f.ctx, now: f.now}
 		id := f.create()
 		c := f.claim(id, f.now)
-		f.commit(c, &tasks.Change{Now: f.now, Release: true, WakeAt: f.at(time.Hour)})
-		if st := f.cancel(id, f.at(time.Second)); st != tasks.StatusCancelled {
+		f.commit(c, &driver.Change{Now: f.now, Release: true, WakeAt: f.at(time.Hour)})
+		if st := f.cancel(id, f.at(time.Second)); st != driver.StatusCancelled {
 			t.Fatalf("Cancel of a sleeping task = %s, want cancelled", st)
 		}
-		f.wantStatus(id, tasks.StatusCancelled)
-		f.commitFenced(c, &tasks.Change{Now: f.at(time.Second), Release: true})
+		f.wantStatus(id, driver.StatusCancelled)
+		f.commitFenced(c, &driver.Change{Now: f.at(time.Second), Release: true})
 	})
 	f.t.Run("LeaseExpired", func(t *testing.T) {
 		f := &fixture{t: t, s: f.s, ctx: f.ctx, now: f.now}
 		id := f.create()
 		c := f.claim(id, f.now)
-		if st := f.cancel(id, f.at(lease+time.Millisecond)); st != tasks.StatusCancelled {
+		if st := f.cancel(id, f.at(lease+time.Millisecond)); st != driver.StatusCancelled {
 			t.Fatalf("Cancel of a task whose lease expired = %s, want cancelled", st)
 		}
-		f.wantStatus(id, tasks.StatusCancelled)
-		f.commitFenced(c, &tasks.Change{Now: f.at(lease + time.Second), Complete: raw(`{}`)})
-		f.wantStatus(id, tasks.StatusCancelled)
+		f.wantStatus(id, driver.StatusCancelled)
+		f.commitFenced(c, &driver.Change{Now: f.at(lease + time.Second), Complete: raw(`{}`)})
+		f.wantStatus(id, driver.StatusCancelled)
 	})
 }
 
@@ -1069,17 +1069,17 @@ func testCancelLeased(f *fixture) {
 	msg := "still going"
 	ends := []struct {
 		name string
-		ch   func(now time.Time) *tasks.Change
+		ch   func(now time.Time) *driver.Change
 	}{
-		{"Keep", func(now time.Time) *tasks.Change {
-			return &tasks.Change{Now: now, Append: []tasks.Entry{{Name: "s", Kind: tasks.KindDo, Value: raw(`1`)}}, StatusMessage: &msg}
+		{"Keep", func(now time.Time) *driver.Change {
+			return &driver.Change{Now: now, Append: []driver.Entry{{Name: "s", Kind: driver.KindDo, Value: raw(`1`)}}, StatusMessage: &msg}
 		}},
-		{"Release", func(now time.Time) *tasks.Change { return &tasks.Change{Now: now, Release: true} }},
-		{"ReleaseWithWake", func(now time.Time) *tasks.Change {
-			return &tasks.Change{Now: now, Release: true, WakeAt: now.Add(time.Hour)}
+		{"Release", func(now time.Time) *driver.Change { return &driver.Change{Now: now, Release: true} }},
+		{"ReleaseWithWake", func(now time.Time) *driver.Change {
+			return &driver.Change{Now: now, Release: true, WakeAt: now.Add(time.Hour)}
 		}},
-		{"Park", func(now time.Time) *tasks.Change {
-			return &tasks.Change{Now: now, Park: requests()}
+		{"Park", func(now time.Time) *driver.Change {
+			return &driver.Change{Now: now, Park: requests()}
 		}},
 	}
 	for _, e := range ends {
@@ -1091,10 +1091,10 @@ func testCancelLeased(f *fixture) {
 			if st.Terminal() {
 				t.Fatalf("Cancel of a leased task = %s, want its non-terminal status", st)
 			}
-			if st != tasks.StatusWorking {
+			if st != driver.StatusWorking {
 				t.Errorf("Cancel of a leased task = %s, want working", st)
 			}
-			got := f.wantStatus(id, tasks.StatusWorking)
+			got := f.wantStatus(id, driver.StatusWorking)
 			if !got.CancelRequested {
 				t.Errorf("Get after Cancel: CancelRequested false")
 			}
@@ -1108,21 +1108,21 @@ func testCancelLeased(f *fixture) {
 			}
 			f.wantDue(id, c.Task.LeaseUntil, "a leased task with cancellation requested")
 			// Asking again changes nothing.
-			if st := f.cancel(id, f.at(2*time.Second)); st != tasks.StatusWorking {
+			if st := f.cancel(id, f.at(2*time.Second)); st != driver.StatusWorking {
 				t.Errorf("second Cancel = %s, want working", st)
 			}
 			f.commit(c, e.ch(f.at(3*time.Second)))
-			if c.Task.Status != tasks.StatusCancelled {
+			if c.Task.Status != driver.StatusCancelled {
 				t.Errorf("claim status after the holder's commit = %s, want cancelled", c.Task.Status)
 			}
-			tk := f.wantStatus(id, tasks.StatusCancelled)
+			tk := f.wantStatus(id, driver.StatusCancelled)
 			if len(tk.InputRequests) != 0 {
 				t.Errorf("cancelled task has InputRequests %s", fmtRawMap(tk.InputRequests))
 			}
-			if st := f.cancel(id, f.at(4*time.Second)); st != tasks.StatusCancelled {
+			if st := f.cancel(id, f.at(4*time.Second)); st != driver.StatusCancelled {
 				t.Errorf("Cancel after cancellation = %s, want cancelled", st)
 			}
-			f.commitFenced(c, &tasks.Change{Now: f.at(4 * time.Second), Complete: raw(`{}`)})
+			f.commitFenced(c, &driver.Change{Now: f.at(4 * time.Second), Complete: raw(`{}`)})
 		})
 	}
 }
@@ -1130,17 +1130,17 @@ func testCancelLeased(f *fixture) {
 func testCancelThenLeaseExpired(f *fixture) {
 	id := f.create()
 	c := f.claim(id, f.now)
-	if st := f.cancel(id, f.at(time.Second)); st != tasks.StatusWorking {
+	if st := f.cancel(id, f.at(time.Second)); st != driver.StatusWorking {
 		f.t.Fatalf("Cancel of a leased task = %s, want working", st)
 	}
 	// The holder died; the next claim finds the request and ends the task.
 	nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
-	if nc.Task.Status != tasks.StatusCancelled {
+	if nc.Task.Status != driver.StatusCancelled {
 		f.t.Fatalf("Claim after the lease expired: status %s, want cancelled", nc.Task.Status)
 	}
-	f.wantStatus(id, tasks.StatusCancelled)
-	f.commitFenced(c, &tasks.Change{Now: f.at(lease + time.Second), Release: true})
-	f.wantStatus(id, tasks.StatusCancelled)
+	f.wantStatus(id, driver.StatusCancelled)
+	f.commitFenced(c, &driver.Change{Now: f.at(lease + time.Second), Release: true})
+	f.wantStatus(id, driver.StatusCancelled)
 }
 
 // Cancel and Claim say when they made a task terminal themselves (the
@@ -1148,7 +1148,7 @@ func testCancelThenLeaseExpired(f *fixture) {
 // otherwise, reports nothing ended.
 func testCancelReportsEnded(f *fixture) {
 	id, _ := f.park(requests(), false, time.Time{})
-	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCancelled || !ended {
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != driver.StatusCancelled || !ended {
 		f.t.Errorf("Cancel of a parked task = %s, ended %v; want cancelled, ended", st, ended)
 	}
 	if _, ended := f.cancelEnded(id, f.at(2*time.Second)); ended {
@@ -1157,14 +1157,14 @@ func testCancelReportsEnded(f *fixture) {
 
 	id = f.create()
 	c := f.claim(id, f.now)
-	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusWorking || ended {
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != driver.StatusWorking || ended {
 		f.t.Errorf("Cancel of a leased task = %s, ended %v; want working, not ended", st, ended)
 	}
 	if c.Ended {
 		f.t.Errorf("a lease-taking Claim reported Ended")
 	}
 	nc := f.claimNoLease(id, f.at(lease+time.Millisecond))
-	if nc.Task.Status != tasks.StatusCancelled || !nc.Ended {
+	if nc.Task.Status != driver.StatusCancelled || !nc.Ended {
 		f.t.Errorf("Claim after the lease expired: %s, Ended %v; want cancelled, Ended", nc.Task.Status, nc.Ended)
 	}
 	if again := f.claimNoLease(id, f.at(lease+time.Second)); again.Ended {
@@ -1173,23 +1173,23 @@ func testCancelReportsEnded(f *fixture) {
 
 	id = f.create()
 	c = f.claim(id, f.now)
-	f.commit(c, &tasks.Change{Now: f.now, Complete: raw(`{}`)})
-	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != tasks.StatusCompleted || ended {
+	f.commit(c, &driver.Change{Now: f.now, Complete: raw(`{}`)})
+	if st, ended := f.cancelEnded(id, f.at(time.Second)); st != driver.StatusCompleted || ended {
 		f.t.Errorf("Cancel of a completed task = %s, ended %v; want completed, not ended", st, ended)
 	}
 }
 
 func testTerminal(f *fixture) {
 	result := raw(`{"content":[{"type":"text","text":"done"}],"isError":false}`)
-	failure := &tasks.ErrorObject{Code: -32603, Message: "boom", Data: raw(`{"step":"fetch"}`)}
+	failure := &driver.ErrorObject{Code: -32603, Message: "boom", Data: raw(`{"step":"fetch"}`)}
 	ends := []struct {
 		name string
-		ch   tasks.Change
-		want tasks.Status
+		ch   driver.Change
+		want driver.Status
 	}{
-		{"Complete", tasks.Change{Complete: result}, tasks.StatusCompleted},
-		{"Fail", tasks.Change{Fail: failure}, tasks.StatusFailed},
-		{"Cancel", tasks.Change{Cancel: true}, tasks.StatusCancelled},
+		{"Complete", driver.Change{Complete: result}, driver.StatusCompleted},
+		{"Fail", driver.Change{Fail: failure}, driver.StatusFailed},
+		{"Cancel", driver.Change{Cancel: true}, driver.StatusCancelled},
 	}
 	for _, e := range ends {
 		f.t.Run(e.name, func(t *testing.T) {
@@ -1212,11 +1212,11 @@ func testTerminal(f *fixture) {
 					t.Errorf("%s: terminal task keeps LeaseUntil %v / WakeAt %v / InputRequests %v", when, got.LeaseUntil, got.WakeAt, got.InputRequests)
 				}
 				switch e.want {
-				case tasks.StatusCompleted:
+				case driver.StatusCompleted:
 					if !jsonEqual(got.Result, result) || got.Error != nil {
 						t.Errorf("%s: Result %s Error %v, want %s and none", when, got.Result, got.Error, result)
 					}
-				case tasks.StatusFailed:
+				case driver.StatusFailed:
 					if got.Error == nil || got.Error.Code != failure.Code || got.Error.Message != failure.Message ||
 						!jsonEqual(got.Error.Data, failure.Data) || got.Result != nil {
 						t.Errorf("%s: Error %+v Result %s, want %+v and none", when, got.Error, got.Result, failure)
@@ -1239,9 +1239,9 @@ func testTerminal(f *fixture) {
 			if f.update(id, map[string]json.RawMessage{"confirm": raw(`true`)}, f.at(2*time.Second)) {
 				t.Errorf("Update of a %s task resumed it", e.want)
 			}
-			for _, ch := range []tasks.Change{
-				{Release: true}, {Complete: raw(`{"content":[]}`)}, {Fail: &tasks.ErrorObject{Code: 1, Message: "x"}},
-				{Cancel: true}, {Park: requests()}, {Append: []tasks.Entry{{Name: "z", Kind: tasks.KindDo}}},
+			for _, ch := range []driver.Change{
+				{Release: true}, {Complete: raw(`{"content":[]}`)}, {Fail: &driver.ErrorObject{Code: 1, Message: "x"}},
+				{Cancel: true}, {Park: requests()}, {Append: []driver.Entry{{Name: "z", Kind: driver.KindDo}}},
 			} {
 				ch.Now = f.at(3 * time.Second)
 				f.commitFenced(c, &ch)
@@ -1263,21 +1263,21 @@ func testCommitWithoutLease(f *fixture) {
 	parked, _ := f.park(requests(), false, time.Time{})
 	sleeping := f.create()
 	c := f.claim(sleeping, f.now)
-	f.commit(c, &tasks.Change{Now: f.now, Release: true, WakeAt: f.at(time.Hour)})
+	f.commit(c, &driver.Change{Now: f.now, Release: true, WakeAt: f.at(time.Hour)})
 	done := f.create()
 	c = f.claim(done, f.now)
-	f.commit(c, &tasks.Change{Now: f.now, Complete: raw(`{"content":[]}`)})
+	f.commit(c, &driver.Change{Now: f.now, Complete: raw(`{"content":[]}`)})
 	for _, tc := range []struct {
 		id   string
-		want tasks.Status
-	}{{parked, tasks.StatusInputRequired}, {sleeping, tasks.StatusWorking}, {done, tasks.StatusCompleted}} {
+		want driver.Status
+	}{{parked, driver.StatusInputRequired}, {sleeping, driver.StatusWorking}, {done, driver.StatusCompleted}} {
 		nc := f.claimNoLease(tc.id, f.at(time.Second))
 		nc.Task.ID = tc.id
 		before := f.get(tc.id)
 		msg := "sneaky"
-		for _, ch := range []tasks.Change{
+		for _, ch := range []driver.Change{
 			{Complete: raw(`{"content":[],"sneaky":true}`)}, {Release: true}, {StatusMessage: &msg},
-			{Append: []tasks.Entry{{Name: "z", Kind: tasks.KindDo}}},
+			{Append: []driver.Entry{{Name: "z", Kind: driver.KindDo}}},
 		} {
 			ch.Now = f.at(2 * time.Second)
 			f.commitFenced(nc, &ch)
@@ -1357,8 +1357,8 @@ func testRescheduleVsResume(f *fixture) {
 	}
 	f.wantDue(id, f.at(2*time.Second), "after a resume raced by a sweeper")
 
-	ghost := tasks.NewID()
-	if _, err := f.s.Update(f.ctx, owner, ghost, map[string]json.RawMessage{"k": raw(`{}`)}, f.now); !errors.Is(err, tasks.ErrNotFound) {
+	ghost := driver.NewID()
+	if _, err := f.s.Update(f.ctx, owner, ghost, map[string]json.RawMessage{"k": raw(`{}`)}, f.now); !errors.Is(err, driver.ErrNotFound) {
 		f.t.Errorf("Update of an unknown task: %v", err)
 	}
 	if ids, _ := dueIDs(f, f.at(24*time.Hour), 10000); slices.Contains(ids, ghost) {
@@ -1409,7 +1409,7 @@ func testDueSchedule(f *fixture) {
 
 // copyClaim gives a goroutine its own Claim: Commit updates the claim in
 // place.
-func copyClaim(c *tasks.Claim) *tasks.Claim {
+func copyClaim(c *driver.Claim) *driver.Claim {
 	cc := *c
 	tk := *c.Task
 	cc.Task = &tk
@@ -1440,9 +1440,9 @@ func raceUpdateCancelComplete(f *fixture) {
 	var (
 		mu          sync.Mutex
 		completedBy []int              // goroutines whose Complete was accepted
-		cancelSaw   []tasks.Status     // what Cancel answered
+		cancelSaw   []driver.Status    // what Cancel answered
 		cancelEnded int                // Cancels that reported ending the task
-		getSaw      []tasks.Status     // terminal statuses seen by Get afterwards
+		getSaw      []driver.Status    // terminal statuses seen by Get afterwards
 		resumes     int                // Updates that reported resumed
 		errs        []error            // unexpected errors
 		results     = map[int]string{} // goroutine -> its Complete payload
@@ -1466,7 +1466,7 @@ func raceUpdateCancelComplete(f *fixture) {
 					mu.Unlock()
 				}
 			case 1:
-				var st tasks.Status
+				var st driver.Status
 				var ended bool
 				st, ended, err = f.s.Cancel(f.ctx, owner, id, now)
 				if err == nil {
@@ -1478,13 +1478,13 @@ func raceUpdateCancelComplete(f *fixture) {
 					mu.Unlock()
 				}
 			case 2:
-				err = f.s.Commit(f.ctx, copyClaim(c), &tasks.Change{Now: now, Complete: payload(i)})
+				err = f.s.Commit(f.ctx, copyClaim(c), &driver.Change{Now: now, Complete: payload(i)})
 				if err == nil {
 					mu.Lock()
 					completedBy = append(completedBy, i)
 					results[i] = string(payload(i))
 					mu.Unlock()
-				} else if errors.Is(err, tasks.ErrFenced) {
+				} else if errors.Is(err, driver.ErrFenced) {
 					err = nil
 				}
 			}
@@ -1522,14 +1522,14 @@ func raceUpdateCancelComplete(f *fixture) {
 		f.t.Errorf("%d Cancels reported ending the task and %d Completes were accepted: want exactly one transition", cancelEnded, len(completedBy))
 	}
 	switch final.Status {
-	case tasks.StatusCompleted:
+	case driver.StatusCompleted:
 		if len(completedBy) != 1 {
 			f.t.Fatalf("task completed but %d Complete commits were accepted", len(completedBy))
 		}
 		if want := results[completedBy[0]]; !jsonEqual(final.Result, raw(want)) {
 			f.t.Errorf("Result = %s, want the accepted commit's %s", final.Result, want)
 		}
-	case tasks.StatusCancelled:
+	case driver.StatusCancelled:
 		if len(completedBy) != 0 {
 			f.t.Errorf("task cancelled but Complete commits %v were accepted", completedBy)
 		}
@@ -1556,7 +1556,7 @@ func raceUpdateCancelComplete(f *fixture) {
 	if f.update(id, map[string]json.RawMessage{keys[0]: raw(`"late"`), keys[1]: raw(`"late"`)}, later) {
 		f.t.Errorf("Update after the race resumed the task")
 	}
-	f.commitFenced(copyClaim(c), &tasks.Change{Now: later, Fail: &tasks.ErrorObject{Code: 1, Message: "late"}})
+	f.commitFenced(copyClaim(c), &driver.Change{Now: later, Fail: &driver.ErrorObject{Code: 1, Message: "late"}})
 	if nc := f.claimNoLease(id, later); nc.Task.Status != final.Status || nc.Ended {
 		f.t.Errorf("Claim after the race: status %s, ended %v; want %s, not ended", nc.Task.Status, nc.Ended, final.Status)
 	}
@@ -1571,7 +1571,7 @@ func testRaceClaim(f *fixture) {
 	id := f.create()
 	var (
 		mu      sync.Mutex
-		winners []*tasks.Claim
+		winners []*driver.Claim
 		leased  int
 		errs    []error
 	)
@@ -1584,7 +1584,7 @@ func testRaceClaim(f *fixture) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, tasks.ErrLeased):
+			case errors.Is(err, driver.ErrLeased):
 				leased++
 			case err != nil:
 				errs = append(errs, err)
@@ -1608,7 +1608,7 @@ func testRaceClaim(f *fixture) {
 	if w.Attempts != 1 {
 		f.t.Errorf("winner Attempts = %d, want 1 (refused claims charge nothing)", w.Attempts)
 	}
-	f.commit(w, &tasks.Change{Now: f.now, Append: []tasks.Entry{{Name: "only", Kind: tasks.KindDo, Value: raw(`1`)}}, Release: true})
+	f.commit(w, &driver.Change{Now: f.now, Append: []driver.Entry{{Name: "only", Kind: driver.KindDo, Value: raw(`1`)}}, Release: true})
 	next := f.claim(id, f.now)
 	if next.Gen <= w.Gen || len(next.Journal) != 1 {
 		f.t.Errorf("next claim: Gen %d (winner %d), journal %d entries; want higher Gen and 1 entry", next.Gen, w.Gen, len(next.Journal))
@@ -1639,10 +1639,10 @@ func testLiveLimit(f *fixture) {
 	mustRefuse := func(why string) {
 		f.t.Helper()
 		id, err := create(owner)
-		if !errors.Is(err, tasks.ErrTooManyTasks) {
+		if !errors.Is(err, driver.ErrTooManyTasks) {
 			f.t.Fatalf("Create %s = %v, want ErrTooManyTasks", why, err)
 		}
-		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, tasks.ErrNotFound) {
+		if _, err := f.s.Get(f.ctx, owner, id); !errors.Is(err, driver.ErrNotFound) {
 			f.t.Errorf("a refused Create left a task behind: Get = %v", err)
 		}
 		if ids, _ := dueIDs(f, f.at(24*time.Hour), 10000); slices.Contains(ids, id) {
@@ -1661,11 +1661,11 @@ func testLiveLimit(f *fixture) {
 	mustRefuse("still over the limit")
 
 	// Completing one frees a place.
-	f.commit(f.claim(a, f.now), &tasks.Change{Now: f.now, Complete: raw(`{}`)})
+	f.commit(f.claim(a, f.now), &driver.Change{Now: f.now, Complete: raw(`{}`)})
 	c := mustCreate("after a completion")
 	mustRefuse("full again")
 	// So does failing.
-	f.commit(f.claim(b, f.now), &tasks.Change{Now: f.now, Fail: &tasks.ErrorObject{Code: 1, Message: "x"}})
+	f.commit(f.claim(b, f.now), &driver.Change{Now: f.now, Fail: &driver.ErrorObject{Code: 1, Message: "x"}})
 	d := mustCreate("after a failure")
 	// Cancelling a queued task at once.
 	f.cancel(c, f.now)
@@ -1676,13 +1676,13 @@ func testLiveLimit(f *fixture) {
 	hold := f.claim(d, f.now)
 	f.cancel(d, f.at(time.Second))
 	mustRefuse("while a cancelled task still runs")
-	f.commit(hold, &tasks.Change{Now: f.at(2 * time.Second), Release: true})
+	f.commit(hold, &driver.Change{Now: f.at(2 * time.Second), Release: true})
 	mustCreate("after the holder's commit ended it")
 	// ... or, its holder dead, the next claim ends it.
 	f.claim(e, f.now)
 	f.cancel(e, f.at(time.Second))
 	mustRefuse("while a cancelled task is held")
-	if nc := f.claimNoLease(e, f.at(lease+time.Millisecond)); nc.Task.Status != tasks.StatusCancelled {
+	if nc := f.claimNoLease(e, f.at(lease+time.Millisecond)); nc.Task.Status != driver.StatusCancelled {
 		f.t.Fatalf("Claim after the lease expired: %s, want cancelled", nc.Task.Status)
 	}
 	mustCreate("after a claim ended it")
@@ -1717,7 +1717,7 @@ func testLiveLimitRace(f *fixture) {
 			switch {
 			case err == nil:
 				created.Add(1)
-			case !errors.Is(err, tasks.ErrTooManyTasks):
+			case !errors.Is(err, driver.ErrTooManyTasks):
 				f.t.Errorf("Create: %v", err)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -93,14 +94,14 @@ type inspection struct {
 	TaskID            string                     `json:"taskId"`
 	Tool              string                     `json:"tool"`
 	Owner             string                     `json:"owner"`
-	Status            tasks.Status               `json:"status"`
+	Status            driver.Status              `json:"status"`
 	StatusMessage     string                     `json:"statusMessage,omitempty"`
 	CreatedAt         time.Time                  `json:"createdAt"`
 	UpdatedAt         time.Time                  `json:"lastUpdatedAt"`
 	ExpiresAt         time.Time                  `json:"expiresAt"`
 	Arguments         json.RawMessage            `json:"arguments,omitempty"`
 	Result            json.RawMessage            `json:"result,omitempty"`
-	Error             *tasks.ErrorObject         `json:"error,omitempty"`
+	Error             *driver.ErrorObject        `json:"error,omitempty"`
 	InputRequests     map[string]json.RawMessage `json:"inputRequests,omitempty"`
 	WakeAt            time.Time                  `json:"wakeAt,omitzero"`
 	LeaseUntil        time.Time                  `json:"leaseUntil,omitzero"`
@@ -167,33 +168,33 @@ func timeline(rec *inspect.Record) []event {
 	for _, e := range rec.Journal {
 		ev := event{At: e.At, Name: e.Name, Attempt: e.Attempt, DurationMs: e.Took.Milliseconds(), Error: e.Err}
 		switch e.Kind {
-		case tasks.KindDo:
+		case driver.KindDo:
 			ev.Event, ev.Value = "step", e.Value
-		case tasks.KindAttempt:
+		case driver.KindAttempt:
 			ev.Event, ev.Until = "attempt_failed", e.Until
-		case tasks.KindLost:
+		case driver.KindLost:
 			ev.Event, ev.Until = "worker_lost", e.Until
-		case tasks.KindSleep:
+		case driver.KindSleep:
 			ev.Event, ev.Until = "sleep", e.Until
-		case tasks.KindWoke:
+		case driver.KindWoke:
 			ev.Event = "woke"
-		case tasks.KindInput:
+		case driver.KindInput:
 			ev.Event, ev.Until, ev.Keys = "input", e.Until, e.Keys
-		case tasks.KindOffer:
+		case driver.KindOffer:
 			ev.Event = "offer"
-		case tasks.KindWithdraw:
+		case driver.KindWithdraw:
 			ev.Event = "withdrawn"
-		case tasks.KindCheck:
+		case driver.KindCheck:
 			ev.Event = "checked"
-		case tasks.KindCallback:
+		case driver.KindCallback:
 			ev.Event, ev.Until = "callback", e.Until
-		case tasks.KindAwait:
+		case driver.KindAwait:
 			ev.Event, ev.Until = "await", e.Until
-		case tasks.KindEvent:
+		case driver.KindEvent:
 			ev.Event, ev.Value = "event", e.Value
-		case tasks.KindFork:
+		case driver.KindFork:
 			ev.Event, ev.Value = "fork", e.Value
-		case tasks.KindJoin:
+		case driver.KindJoin:
 			ev.Event, ev.Value = "join", e.Value
 		default:
 			ev.Event = string(e.Kind)

@@ -14,16 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/rueidis"
+
 	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/internal/testkit/testredis"
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/rueidis"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/inspect.* and the inspect excerpt of docs/operations.md from this run")
@@ -63,7 +65,7 @@ func (nopQueue) MaxDelay() time.Duration                          { return 0 }
 // bundle.StoreRedis or bundle.StorePostgres), under a key prefix or in a
 // schema of its own, and the environment that points the operator's
 // commands at it.
-func testStore(t *testing.T, kind string) (tasks.Store, map[string]string) {
+func testStore(t *testing.T, kind string) (driver.Store, map[string]string) {
 	t.Helper()
 	switch kind {
 	case bundle.StoreRedis:
@@ -77,7 +79,7 @@ func testStore(t *testing.T, kind string) (tasks.Store, map[string]string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(rc.Close)
-		prefix := "t-" + tasks.NewID()[:8] + ":"
+		prefix := "t-" + driver.NewID()[:8] + ":"
 		return redisstore.New(rc, &redisstore.Options{Prefix: prefix}), map[string]string{EnvRedisURL: url, EnvKeyPrefix: prefix}
 	case bundle.StorePostgres:
 		url := testpg.Start(t)
@@ -154,7 +156,7 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 	var created mcptest.Task
 	c.Call(t, "tools/call", map[string]any{"name": "send_report", "arguments": map[string]any{"to": "ada@example.com"}}).Decode(t, &created)
 	id = created.TaskID
-	advance := func(at time.Duration, want tasks.Status) {
+	advance := func(at time.Duration, want driver.Status) {
 		t.Helper()
 		clk.set(t0.Add(at))
 		r, err := srv.Advance(ctx, id)
@@ -162,7 +164,7 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 			t.Fatalf("Advance at +%s: %+v, %v; want %s", at, r, err, want)
 		}
 	}
-	advance(100*time.Millisecond, tasks.StatusWorking) // fetch fails, retry in ~1s
+	advance(100*time.Millisecond, driver.StatusWorking) // fetch fails, retry in ~1s
 	tk, err := store.Peek(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -172,8 +174,8 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 		t.Fatalf("retry due %s after the failure, want 1s±20%%", d)
 	}
 	retryAt, nominal := tk.WakeAt, failedAt.Add(time.Second)
-	advance(1500*time.Millisecond, tasks.StatusWorking)       // fetch succeeds, sleep 5s
-	advance(6600*time.Millisecond, tasks.StatusInputRequired) // asks to confirm
+	advance(1500*time.Millisecond, driver.StatusWorking)       // fetch succeeds, sleep 5s
+	advance(6600*time.Millisecond, driver.StatusInputRequired) // asks to confirm
 	clk.set(t0.Add(9 * time.Second))
 	c.Call(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
 		"confirm": map[string]any{"action": "accept", "content": map[string]any{"send": true}}}}).Decode(t, &struct{}{})
@@ -183,7 +185,7 @@ func inspectFixture(t *testing.T, kind string) (vars map[string]string, id strin
 	if _, err := store.Claim(ctx, id, t0.Add(9100*time.Millisecond), tasks.DefaultLease); err != nil {
 		t.Fatal(err)
 	}
-	advance(19200*time.Millisecond, tasks.StatusCompleted) // send, done
+	advance(19200*time.Millisecond, driver.StatusCompleted) // send, done
 
 	const fixedID = "Qm9vay1rZWVwaW5nIGlkIQ"
 	normalise = func(s string) string {
@@ -273,7 +275,7 @@ func testInspect(t *testing.T, kind string) {
 	if got := strings.Join(kinds, "|"); got != want {
 		t.Errorf("timeline events\n got %s\nwant %s", got, want)
 	}
-	if in.Status != tasks.StatusCompleted || in.Timeline[1].Error != "upstream answered 503" ||
+	if in.Status != driver.StatusCompleted || in.Timeline[1].Error != "upstream answered 503" ||
 		in.Timeline[2].Attempt != 2 || in.Timeline[2].DurationMs != 40 {
 		t.Errorf("record: %+v", in)
 	}
@@ -306,7 +308,7 @@ func TestInspectErrors(t *testing.T) {
 	url := testredis.Start(t)
 	ctx := t.Context()
 
-	r := inspectRun(ctx, url, "inspect-none:", tasks.NewID())
+	r := inspectRun(ctx, url, "inspect-none:", driver.NewID())
 	check(t, r, 1)
 	if r.err == nil || !strings.Contains(r.err.Error(), "no task") {
 		t.Errorf("unknown task: %v", r.err)
@@ -314,14 +316,14 @@ func TestInspectErrors(t *testing.T) {
 	r = inspectRun(ctx, url, "", "not-an-id")
 	check(t, r, 1)
 
-	r = inspectRun(ctx, "", "", tasks.NewID())
+	r = inspectRun(ctx, "", "", driver.NewID())
 	check(t, r, 1)
 	if r.err == nil || !strings.Contains(r.err.Error(), "REDIS_URL") {
 		t.Errorf("no REDIS_URL: %v", r.err)
 	}
 
 	// A port nothing listens on: refused at once, or the deadline.
-	r = inspectRun(ctx, "redis://127.0.0.1:1", "", "--timeout", "500ms", tasks.NewID())
+	r = inspectRun(ctx, "redis://127.0.0.1:1", "", "--timeout", "500ms", driver.NewID())
 	check(t, r, 1)
 	if r.err == nil || !strings.Contains(r.err.Error(), "Redis") {
 		t.Errorf("unreachable Redis: %v", r.err)
@@ -344,7 +346,7 @@ func TestInspectLease(t *testing.T) {
 		{now.Add(5 * time.Second), "a worker holds it until 2026-07-28 09:30:05.000 UTC"},
 		{now.Add(-5 * time.Second), "its worker was lost: its lease ran out at 2026-07-28 09:29:55.000 UTC"},
 	} {
-		rec := &inspect.Record{Task: &tasks.Task{ID: "x", Status: tasks.StatusWorking, CreatedAt: now.Add(-time.Minute),
+		rec := &inspect.Record{Task: &driver.Task{ID: "x", Status: driver.StatusWorking, CreatedAt: now.Add(-time.Minute),
 			UpdatedAt: now.Add(-30 * time.Second), TTL: time.Hour, LeaseUntil: tc.lease}}
 		var b strings.Builder
 		newInspection(rec, now).render(&b)
@@ -360,17 +362,17 @@ func TestInspectLease(t *testing.T) {
 func TestInspectPostgresErrors(t *testing.T) {
 	url := testpg.Start(t)
 	ctx := t.Context()
-	r := inspectIn(ctx, map[string]string{EnvDatabaseURL: url, EnvPGSchema: testpg.Schema(t, url)}, tasks.NewID())
+	r := inspectIn(ctx, map[string]string{EnvDatabaseURL: url, EnvPGSchema: testpg.Schema(t, url)}, driver.NewID())
 	check(t, r, 1)
 	if r.err == nil || !strings.Contains(r.err.Error(), "no task") || !strings.Contains(r.err.Error(), "MCPTASKS_PG_SCHEMA") {
 		t.Errorf("a missing schema: %v", r.err)
 	}
-	r = inspectIn(ctx, map[string]string{EnvStore: "postgres", EnvRedisURL: "redis://127.0.0.1:1"}, tasks.NewID())
+	r = inspectIn(ctx, map[string]string{EnvStore: "postgres", EnvRedisURL: "redis://127.0.0.1:1"}, driver.NewID())
 	check(t, r, 1)
 	if r.err == nil || !strings.Contains(r.err.Error(), "DATABASE_URL") {
 		t.Errorf("MCPTASKS_STORE=postgres without DATABASE_URL: %v", r.err)
 	}
-	r = inspectIn(ctx, map[string]string{EnvDatabaseURL: "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, "--timeout", "500ms", tasks.NewID())
+	r = inspectIn(ctx, map[string]string{EnvDatabaseURL: "postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, "--timeout", "500ms", driver.NewID())
 	check(t, r, 1)
 	if r.err == nil {
 		t.Error("an unreachable database: no error")
@@ -392,7 +394,7 @@ func TestInspectWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
-	prefix := "inspect-" + tasks.NewID()[:8] + ":"
+	prefix := "inspect-" + driver.NewID()[:8] + ":"
 	store := redisstore.New(rc, &redisstore.Options{Prefix: prefix})
 	srv := tasks.New(&mcp.Implementation{Name: "fixture", Version: "1"}, nil, store, nopQueue{},
 		&tasks.Options{Anonymous: true, PublicURL: "https://mcp.example.com"})
@@ -440,10 +442,10 @@ func TestInspectWorld(t *testing.T) {
 		t.Fatalf("callback: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	advance(id)                       // the event, the fork
-	advance(tasks.BranchID(id, 1, 0)) // done
-	advance(tasks.BranchID(id, 1, 1)) // done: branch 2 starts
-	advance(tasks.BranchID(id, 1, 2)) // fails, retried in an hour
+	advance(id)                        // the event, the fork
+	advance(driver.BranchID(id, 1, 0)) // done
+	advance(driver.BranchID(id, 1, 1)) // done: branch 2 starts
+	advance(driver.BranchID(id, 1, 2)) // fails, retried in an hour
 	rec, err := store.Inspect(ctx, id)
 	if err != nil {
 		t.Fatal(err)

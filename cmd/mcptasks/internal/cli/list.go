@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/platform/local"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -40,14 +40,14 @@ to whoever can read the store. Exit status: 0 listed (possibly nothing),
 
 // taskRow is one task of tasks --json.
 type taskRow struct {
-	TaskID        string       `json:"taskId"`
-	Tool          string       `json:"tool"`
-	Owner         string       `json:"owner"`
-	Status        tasks.Status `json:"status"`
-	StatusMessage string       `json:"statusMessage,omitempty"`
-	CreatedAt     time.Time    `json:"createdAt"`
-	UpdatedAt     time.Time    `json:"lastUpdatedAt"`
-	ExpiresAt     time.Time    `json:"expiresAt"`
+	TaskID        string        `json:"taskId"`
+	Tool          string        `json:"tool"`
+	Owner         string        `json:"owner"`
+	Status        driver.Status `json:"status"`
+	StatusMessage string        `json:"statusMessage,omitempty"`
+	CreatedAt     time.Time     `json:"createdAt"`
+	UpdatedAt     time.Time     `json:"lastUpdatedAt"`
+	ExpiresAt     time.Time     `json:"expiresAt"`
 }
 
 func (e *env) listTasks(ctx context.Context, args []string) error {
@@ -134,17 +134,17 @@ func (e *env) listTasks(ctx context.Context, args []string) error {
 }
 
 // AllStatuses are the task states, in the order the commands show them.
-var AllStatuses = []tasks.Status{tasks.StatusWorking, tasks.StatusInputRequired, tasks.StatusCompleted, tasks.StatusFailed, tasks.StatusCancelled}
+var AllStatuses = []driver.Status{driver.StatusWorking, driver.StatusInputRequired, driver.StatusCompleted, driver.StatusFailed, driver.StatusCancelled}
 
 // ParseStatuses parses a comma-separated list of task states ("" is none).
-func ParseStatuses(v string) ([]tasks.Status, error) {
-	var out []tasks.Status
+func ParseStatuses(v string) ([]driver.Status, error) {
+	var out []driver.Status
 	for _, w := range strings.Split(v, ",") {
 		w = strings.TrimSpace(w)
 		if w == "" {
 			continue
 		}
-		st := tasks.Status(w)
+		st := driver.Status(w)
 		if !validStatus(st) {
 			return nil, fmt.Errorf("%q is not a task status (want working, input_required, completed, failed or cancelled)", w)
 		}
@@ -153,7 +153,7 @@ func ParseStatuses(v string) ([]tasks.Status, error) {
 	return out, nil
 }
 
-func validStatus(st tasks.Status) bool {
+func validStatus(st driver.Status) bool {
 	for _, s := range AllStatuses {
 		if s == st {
 			return true
@@ -191,8 +191,8 @@ func ParseWhen(v string, now time.Time) (time.Time, error) {
 
 // ListTasks returns up to limit tasks that f selects, newest first, and
 // whether older ones may be left.
-func ListTasks(ctx context.Context, l inspect.Lister, f *inspect.Filter, limit int, now time.Time) ([]*tasks.Task, bool, error) {
-	var out []*tasks.Task
+func ListTasks(ctx context.Context, l inspect.Lister, f *inspect.Filter, limit int, now time.Time) ([]*driver.Task, bool, error) {
+	var out []*driver.Task
 	cursor := ""
 	for len(out) < limit {
 		ts, next, err := l.ListAll(ctx, f, cursor, limit-len(out), now)
@@ -209,8 +209,8 @@ func ListTasks(ctx context.Context, l inspect.Lister, f *inspect.Filter, limit i
 }
 
 // CountByStatus counts ts by status.
-func CountByStatus(ts []*tasks.Task) map[tasks.Status]int {
-	m := map[tasks.Status]int{}
+func CountByStatus(ts []*driver.Task) map[driver.Status]int {
+	m := map[driver.Status]int{}
 	for _, t := range ts {
 		m[t.Status]++
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/bundle"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // tasks lists every principal's tasks from the deployment's store, Redis
@@ -26,8 +26,8 @@ func testTasksCommand(t *testing.T, kind string) {
 	now := time.Now().Truncate(time.Millisecond)
 	var ids []string
 	for i, c := range []struct{ owner, tool string }{{"iss|alice", "send_report"}, {"iss|bob", "transcode"}, {"iss|alice", "transcode"}} {
-		id := tasks.NewID()
-		if _, err := store.Create(ctx, &tasks.NewTask{ID: id, Owner: c.owner, Tool: c.tool, Args: json.RawMessage(`{}`),
+		id := driver.NewID()
+		if _, err := store.Create(ctx, &driver.NewTask{ID: id, Owner: c.owner, Tool: c.tool, Args: json.RawMessage(`{}`),
 			TTL: time.Hour, Now: now.Add(time.Duration(i-3) * time.Hour / 10)}); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func testTasksCommand(t *testing.T, kind string) {
 	if err := json.Unmarshal([]byte(r.out.String()), &rows); err != nil || r.code != 0 {
 		t.Fatalf("tasks --json: exit %d, %v:\n%s", r.code, err, r.out.String())
 	}
-	if len(rows) != 1 || rows[0].TaskID != ids[2] || rows[0].Owner != "iss|alice" || rows[0].Status != tasks.StatusWorking || rows[0].CreatedAt.IsZero() {
+	if len(rows) != 1 || rows[0].TaskID != ids[2] || rows[0].Owner != "iss|alice" || rows[0].Status != driver.StatusWorking || rows[0].CreatedAt.IsZero() {
 		t.Errorf("tasks --owner --tool --json = %+v, want only %s", rows, ids[2])
 	}
 	r = cmd("--status", "cancelled", "--json")

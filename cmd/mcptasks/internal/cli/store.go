@@ -11,12 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redis/rueidis"
+
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
 	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
-	"github.com/redis/rueidis"
 )
 
 // Environment variables read by the operator's commands (inspect, tasks),
@@ -175,7 +177,7 @@ func (s pgReader) Inspect(ctx context.Context, id string) (*inspect.Record, erro
 }
 
 // ListAll is the store's, a missing schema listing nothing.
-func (s pgReader) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*tasks.Task, string, error) {
+func (s pgReader) ListAll(ctx context.Context, f *inspect.Filter, cursor string, limit int, now time.Time) ([]*driver.Task, string, error) {
 	ts, next, err := s.Store.ListAll(ctx, f, cursor, limit, now)
 	if noSchema(err) {
 		return nil, "", nil

@@ -4,7 +4,7 @@
 // status, tool, principal and creation time, with counts by status; a
 // task's page with its record and the timeline mcptasks inspect builds,
 // drawn on a time axis; live updates as tasks move (the store's pub/sub,
-// tasks.Watcher, the channel the listen stream uses); and the operator
+// driver.Watcher, the channel the listen stream uses); and the operator
 // actions that exist on the wire: cancel, and answer an input request
 // through a form built from its schema.
 //
@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/inspect"
 )
 
@@ -66,12 +67,12 @@ const (
 // Store is what the dashboard reads: a store that lists every task
 // (inspect.Lister) and shows a task's whole record (inspect.Store), as
 // both stores of this module (redisstore, pgstore) do. A store that is
-// also a tasks.Watcher updates the pages as tasks move (Redis pub/sub,
+// also a driver.Watcher updates the pages as tasks move (Redis pub/sub,
 // PostgreSQL LISTEN/NOTIFY); another is polled.
 type Store interface {
 	inspect.Lister
 	inspect.Store
-	Peek(ctx context.Context, id string) (*tasks.Task, error)
+	Peek(ctx context.Context, id string) (*driver.Task, error)
 }
 
 // Options configures a [Handler]. The zero value is a sane default.
@@ -83,7 +84,7 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Poll is how often the live updates look for new tasks (and, on a
-	// store that is not a tasks.Watcher, for changes); zero means 1s.
+	// store that is not a driver.Watcher, for changes); zero means 1s.
 	Poll time.Duration
 	// StreamFor bounds one live-update stream; the page reconnects. Zero
 	// means 5 minutes.
@@ -94,9 +95,9 @@ type Options struct {
 type Handler struct {
 	srv       *tasks.Server
 	store     Store
-	watch     tasks.Watcher // nil: polled
-	token     [32]byte      // SHA-256 of Options.Token
-	secure    bool          // a token is configured
+	watch     driver.Watcher // nil: polled
+	token     [32]byte       // SHA-256 of Options.Token
+	secure    bool           // a token is configured
 	log       *slog.Logger
 	now       func() time.Time
 	poll      time.Duration
@@ -123,7 +124,7 @@ func New(srv *tasks.Server, opts *Options) (*Handler, error) {
 		return nil, fmt.Errorf("dashboard: the store (%T) cannot list every task and show its record", srv.Store())
 	}
 	h := &Handler{srv: srv, store: st, log: o.Logger, now: o.Now, poll: o.Poll, streamFor: o.StreamFor}
-	h.watch, _ = srv.Store().(tasks.Watcher)
+	h.watch, _ = srv.Store().(driver.Watcher)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

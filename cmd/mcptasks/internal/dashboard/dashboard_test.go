@@ -18,6 +18,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/embedredis"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -148,12 +149,12 @@ func deploy(t *testing.T, token string, env map[string]string) *deployment {
 func (d *deployment) create(t *testing.T, owner, tool, args string) string {
 	t.Helper()
 	store, now := d.b.Tasks.Store(), time.Now()
-	tk, err := store.Create(t.Context(), &tasks.NewTask{ID: tasks.NewID(), Owner: owner, Tool: tool, Args: json.RawMessage(args),
+	tk, err := store.Create(t.Context(), &driver.NewTask{ID: driver.NewID(), Owner: owner, Tool: tool, Args: json.RawMessage(args),
 		TTL: time.Hour, PollInterval: time.Second, Now: now, Listed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if disp, ok := store.(tasks.Dispatcher); !ok || !disp.Dispatches() {
+	if disp, ok := store.(driver.Dispatcher); !ok || !disp.Dispatches() {
 		if err := d.b.Queue.Enqueue(t.Context(), tk.ID, now); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // heartbeat is how often an idle stream sends a comment, so that proxies
@@ -29,7 +29,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var ids []string
 	for _, id := range strings.Split(r.URL.Query().Get("ids"), ",") {
-		if tasks.ValidID(id) && len(ids) < maxWatched {
+		if driver.ValidID(id) && len(ids) < maxWatched {
 			ids = append(ids, id)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
-	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 )
 
 // taskRows matches the rows of the list page.
@@ -27,8 +27,8 @@ func TestDashboardOnPostgres(t *testing.T) {
 	dbURL := testpg.Start(t)
 	d := deploy(t, "", map[string]string{"DATABASE_URL": dbURL, "MCPTASKS_PG_SCHEMA": testpg.Schema(t, dbURL)})
 	store := d.b.Tasks.Store()
-	if _, ok := store.(tasks.Watcher); !ok {
-		t.Fatalf("the bundle's store on DATABASE_URL is %T, not a tasks.Watcher", store)
+	if _, ok := store.(driver.Watcher); !ok {
+		t.Fatalf("the bundle's store on DATABASE_URL is %T, not a driver.Watcher", store)
 	}
 	quick := d.create(t, "iss|carol", "quick", `{}`)
 	other := d.create(t, "iss|bob", "release", `{"version":"0.9"}`)
@@ -56,7 +56,7 @@ func TestDashboardOnPostgres(t *testing.T) {
 		}
 		return ids
 	}
-	waitStatus := func(id string, want tasks.Status) {
+	waitStatus := func(id string, want driver.Status) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -71,7 +71,7 @@ func TestDashboardOnPostgres(t *testing.T) {
 		}
 	}
 
-	waitStatus(quick, tasks.StatusCompleted)
+	waitStatus(quick, driver.StatusCompleted)
 	got := rows("/")
 	var order []string
 	for _, r := range got {
@@ -94,7 +94,7 @@ func TestDashboardOnPostgres(t *testing.T) {
 	}
 
 	// Live updates for a page of two tasks: announced by the store, since
-	// the dashboard polls only a store that is not a tasks.Watcher.
+	// the dashboard polls only a store that is not a driver.Watcher.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url+"/events?ids="+id+","+other, nil)
@@ -129,7 +129,7 @@ func TestDashboardOnPostgres(t *testing.T) {
 			}
 		}
 	}
-	waitStatus(id, tasks.StatusInputRequired)
+	waitStatus(id, driver.StatusInputRequired)
 
 	// The operator answers from the task's page; the task completes.
 	post := func(path string, form url.Values) {
@@ -147,12 +147,12 @@ func TestDashboardOnPostgres(t *testing.T) {
 	}
 	post("/tasks/"+id+"/answer", url.Values{"key": {"approval"}, "action": {"accept"}, "f.approve": {"true"}, "f.note": {"pg"}, "f.copies": {"2"}})
 	waitEvent(id)
-	waitStatus(id, tasks.StatusCompleted)
+	waitStatus(id, driver.StatusCompleted)
 	if page := get("/tasks/" + id); !strings.Contains(page, "published 2 copies (pg)") || !strings.Contains(page, `data-event="answered"`) {
 		t.Errorf("the answered task's page lacks its answer or result:\n%s", page)
 	}
 	post("/tasks/"+other+"/cancel", nil)
-	waitStatus(other, tasks.StatusCancelled)
+	waitStatus(other, driver.StatusCancelled)
 	waitEvent(other)
 	if got := rows("/?status=cancelled"); !slices.Equal(got, []string{other + " cancelled"}) {
 		t.Errorf("list of the cancelled = %v, want only %s", got, other)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/cmd/mcptasks/internal/cli"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -66,7 +67,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) showTask(w http.ResponseWriter, r *http.Request, status int, flash, failure string) {
 	id := r.PathValue("id")
 	rec, err := h.store.Inspect(r.Context(), id)
-	if errors.Is(err, tasks.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		h.fail(w, http.StatusNotFound, "no task "+id+" (never created, or expired)")
 		return
 	}
@@ -148,7 +149,7 @@ func inputFormOf(key string, req json.RawMessage, offer bool) inputForm {
 // behalf), or answers the error itself.
 func (h *Handler) owner(w http.ResponseWriter, r *http.Request) (string, bool) {
 	t, err := h.store.Peek(r.Context(), r.PathValue("id"))
-	if errors.Is(err, tasks.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		h.fail(w, http.StatusNotFound, "no task "+r.PathValue("id"))
 		return "", false
 	}
