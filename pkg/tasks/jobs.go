@@ -591,13 +591,9 @@ func (s *Server) answerTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return jobError(err), nil
 	}
-	ctx2, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	open, err := await(ctx2, s.storeDirect, func(ctx context.Context) (map[string]json.RawMessage, error) {
-		return s.store.Outstanding(ctx, owner, a.TaskID, s.now())
-	})
-	cancel()
+	open, t, err := s.openQuestions(ctx, owner, a.Key, t)
 	if err != nil {
-		return jobError(storeUnavailable()), nil
+		return jobError(err), nil
 	}
 	if _, ok := open[a.Key]; !ok {
 		keys := strings.Join(slices.Sorted(maps.Keys(open)), ", ")
@@ -673,4 +669,39 @@ func withoutResultType(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b
+}
+
+// questionWait bounds how long an answer waits for its question to open:
+// the job's handle shows the questions its call asked inline, which the
+// task asks again, durably, once a worker has replayed it up to them.
+const questionWait = 5 * time.Second
+
+// openQuestions returns the open input requests of owner's task t (as
+// lookup read it) and the task as last read. While key is not among them
+// and the task is working, the question may not be open yet (a job's
+// handle shows it before a worker parks the task on it): it reads again
+// until it opens, the task leaves working, or questionWait (within the
+// invocation's budget) has passed.
+func (s *Server) openQuestions(ctx context.Context, owner, key string, t *driver.Task) (map[string]json.RawMessage, *driver.Task, error) {
+	wctx, cancel := context.WithTimeout(ctx, min(questionWait, s.holdBudget()))
+	defer cancel()
+	for {
+		ctx2, cancel2 := context.WithTimeout(ctx, s.opts.StoreTimeout)
+		open, err := await(ctx2, s.storeDirect, func(ctx context.Context) (map[string]json.RawMessage, error) {
+			return s.store.Outstanding(ctx, owner, t.ID, s.now())
+		})
+		cancel2()
+		if err != nil {
+			return nil, t, storeUnavailable()
+		}
+		if _, ok := open[key]; ok || t.Status != driver.StatusWorking {
+			return open, t, nil
+		}
+		if sleepCtx(wctx, 100*time.Millisecond) != nil {
+			return open, t, nil
+		}
+		if nt, err := s.read(ctx, owner, t.ID); err == nil {
+			t = nt
+		}
+	}
 }

@@ -200,6 +200,33 @@ func TestJobAnswersInput(t *testing.T) {
 	}
 }
 
+// The job's handle shows the questions its call asked inline before a
+// worker has parked the task on them: an answer sent at once, before that,
+// waits for its question to open (here the workers start 500ms later) and
+// is taken, not refused.
+func TestJobAnswerBeforeTheQuestionOpens(t *testing.T) {
+	h, alice, _, _ := jobClients(t, tasks.Options{})
+	start := callJob(t, alice, "confirm", map[string]any{})
+	id := start.StructuredContent.TaskID
+	if id == "" || !strings.Contains(start.text(), `Question "confirm"`) {
+		t.Fatalf("job handle: %+v", start)
+	}
+	time.AfterFunc(500*time.Millisecond, func() { h.work(t, 1) })
+	ok := callJob(t, alice, "task_answer", map[string]any{"taskId": id, "key": "confirm", "content": map[string]any{"confirm": true}})
+	if ok.IsError {
+		t.Fatalf("an answer sent before the worker parked the job: %+v, want it taken", ok)
+	}
+	for range 10 {
+		if ok.IsError || ok.text() == "done" {
+			break
+		}
+		ok = callJob(t, alice, "task_status", map[string]any{"taskId": id})
+	}
+	if ok.IsError || ok.text() != "done" {
+		t.Fatalf("after the answer: %+v", ok)
+	}
+}
+
 // A Background tool starts a job at once; a Required one is refused with
 // -32021, as the extension asks; an InlineOnly tool that cannot finish is
 // refused with -32021; with the fallback off, no
