@@ -648,24 +648,9 @@ func load(url string, clients int, d time.Duration, method string, gen func(int6
 // throughput creates tasks of 10 no-op steps and measures steps/second
 // until all completed.
 func throughput(p *proc, store string, tasks int) Row {
-	c := &client{url: p.url}
-	start := time.Now()
-	var ids []string
-	for range tasks {
-		var t struct {
-			TaskID string `json:"taskId"`
-		}
-		if err := c.call("tools/call", map[string]any{"name": "batch_report", "arguments": map[string]any{"steps": 10}}, "batch_report", &t); err != nil {
-			log.Fatalf("throughput: %v", err)
-		}
-		ids = append(ids, t.TaskID)
-	}
-	for _, id := range ids {
-		waitDone(c, id, 2*time.Millisecond)
-	}
-	el := time.Since(start)
-	return Row{Scenario: "worker throughput, 10-step no-op workflow", Store: store, Ops: int64(10 * tasks),
-		PerSec: float64(10*tasks) / el.Seconds(), Unit: "steps/s", RSSMiB: p.rssMiB()}
+	row, _ := throughputIDs(p, store, tasks)
+	row.RSSMiB = p.rssMiB()
+	return row
 }
 
 // measuredThroughput is throughput on a split deployment, with the CPU

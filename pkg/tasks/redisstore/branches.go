@@ -214,17 +214,7 @@ func (s *Store) RenewBranch(ctx context.Context, id string, gen int64, now time.
 	}
 	res, _ := s.exec(ctx, s.sc.renewBranch, s.withQueue(task, t, f),
 		[]string{strconv.Itoa(index), strconv.FormatInt(gen, 10), ms(now), strconv.FormatInt(lease.Milliseconds(), 10), id}, nil, nil)
-	code, err := res.AsInt64()
-	if err != nil {
-		return fmt.Errorf("redisstore: renew branch %s: %w", id, err)
-	}
-	switch code {
-	case -2:
-		return driver.ErrNotFound
-	case -1:
-		return driver.ErrFenced
-	}
-	return nil
+	return renewed(res, "renew branch", id)
 }
 
 // BranchCancelled implements driver.Brancher: one read-only script.

@@ -1003,9 +1003,15 @@ func (s *Store) RenewLease(ctx context.Context, c *driver.Claim, now time.Time, 
 	t, _, _, _ := s.keys(id)
 	res, _ := s.exec(ctx, s.sc.renew, s.withQueue(id, t),
 		[]string{strconv.FormatInt(c.Gen, 10), ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, nil)
+	return renewed(res, "renew lease", id)
+}
+
+// renewed is the outcome of a lease renewal script's reply res: -2 the
+// task (or branch) is gone, -1 another claim holds it, else renewed.
+func renewed(res rueidis.RedisResult, what, id string) error {
 	code, err := res.AsInt64()
 	if err != nil {
-		return fmt.Errorf("redisstore: renew lease %s: %w", id, err)
+		return fmt.Errorf("redisstore: %s %s: %w", what, id, err)
 	}
 	switch code {
 	case -2:
