@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/testkit/mcptest"
+
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -312,32 +314,7 @@ func (d *diffServer) check(x exchange, mode int) string {
 
 // fuzzEnvelope is a request as the conformance client sends it.
 func fuzzEnvelope(method string, id any, params map[string]any, caps map[string]any) exchange {
-	if params == nil {
-		params = map[string]any{}
-	}
-	meta := map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "fuzz", "version": "1"},
-	}
-	if m, ok := params["_meta"].(map[string]any); ok {
-		for k, v := range m {
-			meta[k] = v
-		}
-	}
-	params["_meta"] = meta
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("MCP-Protocol-Version", "2026-07-28")
-	h.Set("Mcp-Method", method)
-	switch method {
-	case "tools/call", "prompts/get":
-		h.Set("Mcp-Name", fmt.Sprint(params["name"]))
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		h.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
-	}
+	body, h := mcptest.Request(method, id, params, caps, "fuzz")
 	return exchange{body: body, hdr: h, host: "127.0.0.1:8080"}
 }
 

@@ -90,14 +90,25 @@ func (c *Client) Call(t testing.TB, method string, params map[string]any, overri
 // for tests that deliver a request another way (a Lambda event, a handler
 // called directly).
 func (c *Client) Envelope(method string, params map[string]any) ([]byte, http.Header) {
-	id := c.id.Add(1)
+	body, h := Request(method, c.id.Add(1), params, c.Caps, "e2e")
+	for k, v := range c.Header {
+		h[k] = v
+	}
+	return body, h
+}
+
+// Request returns the JSON-RPC body and the HTTP headers of request id of
+// method with params (a map; _meta is added, with caps as the client's
+// capabilities and client as its name), as the conformance client sends
+// them: Mcp-Method always, Mcp-Name for named methods.
+func Request(method string, id any, params, caps map[string]any, client string) ([]byte, http.Header) {
 	if params == nil {
 		params = map[string]any{}
 	}
 	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": c.Caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": client, "version": "1"},
 	}
 	if m, ok := params["_meta"].(map[string]any); ok {
 		for k, v := range m {
@@ -116,9 +127,6 @@ func (c *Client) Envelope(method string, params map[string]any) ([]byte, http.He
 		h.Set("Mcp-Name", fmt.Sprint(params["name"]))
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		h.Set("Mcp-Name", fmt.Sprint(params["taskId"]))
-	}
-	for k, v := range c.Header {
-		h[k] = v
 	}
 	return body, h
 }
