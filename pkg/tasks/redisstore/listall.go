@@ -88,14 +88,14 @@ end
 }
 
 // indexingLua is what the create script runs to index the new task:
-// indexed(now) adds it to the index of all tasks, KEYS[4], when the store
+// indexed(now) adds it to the index of all tasks, KEYS[5], when the store
 // indexes inline (a standalone Redis), and does nothing otherwise.
 func (s *Store) indexingLua() string {
 	if !s.indexInline {
 		return "\nlocal function indexed(now) end\n"
 	}
 	return s.allIndexLua() + `
-local function indexed(now) indexAll(KEYS[4], now, string.match(KEYS[1], '{([^{}]*)}$')) end
+local function indexed(now) indexAll(KEYS[5], now, string.match(KEYS[1], '{([^{}]*)}$')) end
 `
 }
 

@@ -320,10 +320,15 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 // encoding).
 func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
 
+// spillKey is the string holding the values of a task's creation kept
+// out of its hash, and msgKey its long status message (see spill.go).
+func (s *Store) spillKey(id string) string { return s.prefix + "{" + id + "}:a" }
+func (s *Store) msgKey(id string) string   { return s.prefix + "{" + id + "}:m" }
+
 // readKeys are the keys getScript reads for a task.
 func (s *Store) readKeys(id string) []string {
 	t, p, _, _ := s.keys(id)
-	return []string{t, p, s.offersKey(id), s.resultKey(id)}
+	return []string{t, p, s.offersKey(id), s.resultKey(id), s.spillKey(id), s.msgKey(id)}
 }
 
 // offersKey is the hash of a task's outstanding offers.
@@ -548,18 +553,27 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
 	t, _, j, r := s.keys(nt.ID)
-	fields := []string{
-		"owner", nt.Owner, "tool", nt.Tool, "args", string(nt.Args),
+	// Values longer than maxInline are cut into chunks, or go to the spill
+	// key (spill.go).
+	var fields []string
+	var spill []byte
+	for i, v := range []string{nt.Owner, nt.Tool, string(nt.Args)} {
+		fields, spill = inlineFields(fields, spill, spillable[i], v)
+	}
+	if spill != nil {
+		fields = append(fields, "sp", "1")
+	}
+	fields = append(fields,
 		"status", string(tasks.StatusWorking), "created", ms(now), "updated", ms(now),
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
 		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
-	}
+	)
 	if nt.TraceParent != "" {
 		fields = append(fields, "tp", nt.TraceParent)
 	}
-	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses)), string(spill)}
 	args = append(args, fields...)
 	for _, e := range nt.Journal {
 		b, err := json.Marshal(e)
@@ -590,7 +604,7 @@ func (s *Store) Create(ctx context.Context, nt *tasks.NewTask) (*tasks.Task, err
 	}
 	// The index of all tasks in the create script, or right after it on a
 	// Redis Cluster (listall.go).
-	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r)...), args, before, s.indexAfter(nt, now), true)
+	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r, s.spillKey(nt.ID))...), args, before, s.indexAfter(nt, now), true)
 	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
 		indexErr = s.indexAgain(ctx, nt, now, exp)
 	}
@@ -637,7 +651,7 @@ func (s *Store) uncreate(ctx context.Context, nt *tasks.NewTask) {
 	defer cancel()
 	t, p, j, r := s.keys(nt.ID)
 	cmds := []rueidis.Completed{
-		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID)).Build(),
+		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID), s.spillKey(nt.ID), s.msgKey(nt.ID)).Build(),
 		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
 	}
 	if nt.Listed {
@@ -696,9 +710,9 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
 	var pending, offers map[string]string
-	if len(arr) == 2 { // completed: its result
+	if len(arr) == 2 { // completed or failed: its result or error
 		if res, err := arr[1].ToString(); err == nil {
-			h["result"] = res
+			outcome(h, res)
 		}
 	}
 	if len(arr) == 3 { // input_required: its outstanding input too
@@ -712,9 +726,29 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*tasks.Task, error) {
 	return decodeTask(id, h, pending, offers)
 }
 
+// outcome sets in the record h the value of its result key: the result
+// of a completed task, the error of a failed one (an earlier format kept
+// it in the hash).
+func outcome(h map[string]string, v string) {
+	switch h["status"] {
+	case string(tasks.StatusCompleted):
+		h["result"] = v
+	case string(tasks.StatusFailed):
+		h["error"] = v
+	}
+}
+
 // decodeTask builds a task from its record; pending and offers are its
-// outstanding input requests, shown when it is input_required.
+// outstanding input requests, shown when it is input_required. The record
+// may carry the values kept out of the hash as _a and _m (see spill.go).
 func decodeTask(id string, h, pending, offers map[string]string) (*tasks.Task, error) {
+	joinChunks(h)
+	if a, ok := h["_a"]; ok {
+		unspill(a, h)
+	}
+	if m, ok := h["_m"]; ok {
+		h["msg"] = m
+	}
 	if h["owner"] == "" {
 		// A write that raced the key's expiry can leave a partial hash.
 		return nil, tasks.ErrNotFound
@@ -852,7 +886,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (ta
 		return "", false, tasks.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id)), []string{owner, ms(now)}, nil, nil, true)
+	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id), s.msgKey(id)), []string{owner, ms(now)}, nil, nil, true)
 	arr, err := res.ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, tasks.ErrNotFound
@@ -886,7 +920,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id)),
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id), s.spillKey(id), s.msgKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
 			s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
@@ -1046,7 +1080,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if !s.Dispatches() {
 		after, due = s.dueBefore(c, ch, op)
 	}
-	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
+	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey, s.msgKey(id)), args, nil, after, true)
 	arr, err := res.ToArray()
 	if err == nil && hb != nil && len(arr) > 4 {
 		// Recorded even if the write did not replicate: the consumer
@@ -1310,7 +1344,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
 		s.c.B().Hgetall().Key(r).Build(),
 		s.c.B().Get().Key(s.resultKey(id)).Build(),
-		s.c.B().Hgetall().Key(s.eventsKey(id)).Build())
+		s.c.B().Hgetall().Key(s.eventsKey(id)).Build(),
+		s.c.B().Get().Key(s.spillKey(id)).Build(),
+		s.c.B().Get().Key(s.msgKey(id)).Build())
 	var maps [5]map[string]string
 	for i, k := range []int{0, 1, 2, 4, 6} {
 		m, err := res[k].AsStrMap()
@@ -1323,8 +1359,14 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if len(h) == 0 {
 		return nil, tasks.ErrNotFound
 	}
-	if v, err := res[5].ToString(); err == nil { // a completed task's result
-		h["result"] = v
+	if v, err := res[5].ToString(); err == nil { // a completed task's result, a failed one's error
+		outcome(h, v)
+	}
+	if v, err := res[7].ToString(); err == nil && h["sp"] == "1" {
+		h["_a"] = v
+	}
+	if v, err := res[8].ToString(); err == nil && h["ml"] == "1" {
+		h["_m"] = v
 	}
 	task, err := decodeTask(id, h, pending, offers)
 	if err != nil {
