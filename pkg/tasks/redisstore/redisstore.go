@@ -21,8 +21,13 @@
 //
 // Every key expires at the task's creation time plus its TTL. A sorted set
 // per shard, the due index, (itself expiring) indexes the next time the
-// sweeper must look at each live task; it is only a hint: the sweeper
-// re-derives what to do from the task record. With one shard (the default)
+// sweeper must look at each live task, but for a task parked for input
+// without a deadline: nothing is to be done for it until an answer
+// resumes it (the update indexes it again, before it is dispatched) or it
+// expires (its keys by themselves), so its park takes it out, and the
+// index grows with the tasks that have a time (a sorted set member costs
+// about 120 bytes). The index is only a hint: the sweeper re-derives what
+// to do from the task record. With one shard (the default)
 // it is <prefix>due; with n shards (Options.Shards, for a Redis Cluster)
 // shard k is <prefix>due{<tag>}, tag from slots.Tags(n), and a task is
 // indexed in shard slots.ShardOf(id, n), which hashes to the task's own
@@ -1077,8 +1082,9 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	}
 	var after []rueidis.Completed
 	var due time.Time
+	var drop bool
 	if !s.Dispatches() {
-		after, due = s.dueBefore(c, ch, op)
+		after, due, drop = s.dueBefore(c, ch, op)
 	}
 	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey, s.msgKey(id)), args, nil, after, true)
 	arr, err := res.ToArray()
@@ -1113,7 +1119,7 @@ func (s *Store) Commit(ctx context.Context, c *tasks.Claim, ch *tasks.Change) er
 	if s.Dispatches() {
 		return nil
 	}
-	return s.dueAfter(ctx, c, ch, due, woke == 1)
+	return s.dueAfter(ctx, c, ch, due, drop, woke == 1)
 }
 
 // commitArgs are the ARGV of commitScript for ch under c, whose op is op;
@@ -1204,9 +1210,10 @@ func commitArgs(c *tasks.Claim, ch *tasks.Change, op string, hb *redisqueue.Hand
 // current holder's entry is what recovers the task if that holder dies. So
 // only the common "run again now" case rides in the script's round trip
 // (the commands returned, sent after the script), as a ZADD LT (never
-// later); later times (due) and removals are written by dueAfter once
+// later); later times (due) and removals (drop: a task parked without a
+// deadline, which an answer indexes again) are written by dueAfter once
 // the commit is known to have succeeded.
-func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time) {
+func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []rueidis.Completed, due time.Time, drop bool) {
 	id := c.Task.ID
 	switch {
 	case op == tasks.OpKeep:
@@ -1216,30 +1223,32 @@ func (s *Store) dueBefore(c *tasks.Claim, ch *tasks.Change, op string) (after []
 			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
 			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
 		}
+	case op == tasks.OpPark && ch.WakeAt.IsZero():
+		drop = true
 	case op == tasks.OpPark:
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
+		due = ch.WakeAt.Add(s.grace)
 	case op == tasks.OpAwait && ch.Fork != nil:
 		due = ch.Now.Add(s.grace) // the sweeper watches the branches
 	case op == tasks.OpRelease, op == tasks.OpSleep, op == tasks.OpAwait:
 		due = ch.WakeAt.Add(s.grace)
 	}
-	return after, due
+	return after, due, drop
 }
 
 // dueAfter writes what dueBefore left for after a successful commit:
 // the task's new due time, or, for a task that ended, its removal from the
-// indexes. woke reports that an answer cut a sleep short: the task runs
+// indexes (and for one parked without a deadline, drop, from the due
+// index). woke reports that an answer cut a sleep short: the task runs
 // again now.
-func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, woke bool) error {
+func (s *Store) dueAfter(ctx context.Context, c *tasks.Claim, ch *tasks.Change, due time.Time, drop, woke bool) error {
 	if woke {
 		due = ch.Now.Add(s.grace)
 	}
 	switch {
 	case c.Task.Status.Terminal():
 		return s.forget(ctx, c.Task.ID, c.Task.Owner)
+	case drop && c.Task.Status == tasks.StatusInputRequired:
+		return s.Schedule(ctx, c.Task.ID, time.Time{})
 	case !due.IsZero():
 		return s.Schedule(ctx, c.Task.ID, due)
 	}

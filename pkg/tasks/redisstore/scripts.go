@@ -589,8 +589,10 @@ elseif op == 'park' then
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
   set[#set+1] = 'any'; set[#set+1] = ARGV[9]
   if wake == '0' then
+    -- Nothing to do until an answer resumes it (which indexes it again)
+    -- or it expires (its keys by themselves): out of the due index.
     undispatch()
-    due(exp)
+    undue()
   else
     dispatch(wake, true)
     due(tonumber(wake) + GRACE)
