@@ -60,8 +60,12 @@ func compare(spec string) error {
 		{"tasks/get p99 (ms)", rm(func(r result) pair[rate] { return r.Get }, p99), "%.2f"},
 		{"worker steps/s", func(r result) float64 { return median(r.Steps.Big, func(v [3]float64) float64 { return v[0] }) }, "%.0f"},
 		{"redis-server CPU per step (µs)", func(r result) float64 { return median(r.Steps.Big, func(v [3]float64) float64 { return v[2] }) }, "%.0f"},
-		{"sweep of 1,000 due: wall (ms)", func(r result) float64 { return median(r.SweepDue.Big, func(s sweepCost) float64 { return s.WallMs }) }, "%.0f"},
-		{"sweep of 1,000 due: commands", func(r result) float64 { return median(r.SweepDue.Big, func(s sweepCost) float64 { return s.Commands }) }, "%.0f"},
+		{"sweep: wall per due entry (ms)", func(r result) float64 {
+			return median(r.SweepDue.Big, func(s sweepCost) float64 { return s.WallMs / float64(max(s.Examined, 1)) })
+		}, "%.3f"},
+		{"sweep: commands per due entry", func(r result) float64 {
+			return median(r.SweepDue.Big, func(s sweepCost) float64 { return s.Commands / float64(max(s.Examined, 1)) })
+		}, "%.2f"},
 		{"used_memory per live task (B)", func(r result) float64 { return r.Memory.PerTask }, "%.0f"},
 	}
 	sizes := map[int]int{}

@@ -11,7 +11,7 @@
 //   - worker steps/s (10-step batch_report tasks on one worker process),
 //     with the CPU per step of the worker and of redis-server;
 //   - the sweeper: one sweep (as the cron runs it, in this process) when
-//     nothing is due, and one with 1,000 due entries: commands (INFO
+//     nothing is due, and one with -due (500) entries due: commands (INFO
 //     commandstats) and wall time;
 //   - used_memory per live task, and MEMORY USAGE per kind of key;
 //   - what -streams concurrent subscriptions/listen streams cost the
@@ -103,7 +103,7 @@ func main() {
 	flag.IntVar(&cfg.workerTasks, "worker-tasks", 150, "10-step tasks per worker measurement")
 	flag.IntVar(&cfg.fillers, "fillers", 64, "goroutines filling Redis")
 	flag.IntVar(&cfg.storeFill, "store-fill", 20000, "live tasks written through the store; the rest are copies of them (see fleet.clone)")
-	flag.IntVar(&cfg.dueEntries, "due", 1000, "due-index entries of a sweep with work")
+	flag.IntVar(&cfg.dueEntries, "due", 500, "due-index entries of a sweep with work")
 	flag.StringVar(&cfg.jsonOut, "json", "bench-results/scale.json", "where to write the results as JSON")
 	flag.StringVar(&cfg.bin, "bin", "", "a prebuilt mcptasks binary (default: build ./cmd/mcptasks)")
 	flag.BoolVar(&cfg.memoryOnly, "memory-only", false, "fill the sizes and measure memory and the fill's Redis commands only (a quick check)")
@@ -248,8 +248,16 @@ func (d *deployment) grow(ctx context.Context, n int, cfg config) error {
 			continue
 		}
 		tmpl, cp := d.redis.shapeOf(ctx, d.prefix, c[0], taskTTL, zs), d.redis.shapeOf(ctx, d.prefix, c[1], taskTTL, zs)
-		if diffs := fidelity(tmpl, cp); len(diffs) > 0 || !maps.Equal(tmpl.bytes, cp.bytes) {
+		if diffs := fidelity(tmpl, cp); len(diffs) > 0 {
 			return fmt.Errorf("a copy of a %s task differs from its template: %v; MEMORY USAGE %v, copy %v", kindNames[k], diffs, tmpl.bytes, cp.bytes)
+		}
+		if !maps.Equal(tmpl.bytes, cp.bytes) {
+			// A hash in the hash table encoding is restored with its table
+			// sized for its fields at once, and may take a size class
+			// more or less than the original: say so (-store-fill up to the
+			// largest size avoids copies).
+			log.Printf("fidelity: a copy of a %s task takes other memory than its template: MEMORY USAGE %v, copy %v", kindNames[k], tmpl.bytes, cp.bytes)
+			continue
 		}
 		log.Printf("fidelity: a copy of a %s task sits in Redis as its template: MEMORY USAGE %v", kindNames[k], cp.bytes)
 	}
@@ -692,8 +700,8 @@ func printTable(rep *Report) {
 		row{"redis-server CPU per step (µs)", col(st(2, true)), col(st(2, false)), "%.0f"},
 		row{"idle sweep: commands", col(sw(idle, cmds, true)), col(sw(idle, cmds, false)), "%.0f"},
 		row{"idle sweep: wall (ms)", col(sw(idle, wall, true)), col(sw(idle, wall, false)), "%.2f"},
-		row{"sweep of 1,000 due: commands", col(sw(due, cmds, true)), col(sw(due, cmds, false)), "%.0f"},
-		row{"sweep of 1,000 due: wall (ms)", col(sw(due, wall, true)), col(sw(due, wall, false)), "%.1f"},
+		row{fmt.Sprintf("sweep of %d due entries: commands", rs[0].SweepDue.Big[0].Examined), col(sw(due, cmds, true)), col(sw(due, cmds, false)), "%.0f"},
+		row{fmt.Sprintf("sweep of %d due entries: wall (ms)", rs[0].SweepDue.Big[0].Examined), col(sw(due, wall, true)), col(sw(due, wall, false)), "%.1f"},
 		row{"used_memory per live task (B)", col(func(r result) float64 { return r.Memory.PerTask }), nil, "%.0f"},
 	)
 	var keyNames []string

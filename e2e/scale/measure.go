@@ -181,11 +181,21 @@ type sweepCost struct {
 func (d *deployment) sweep(ctx context.Context, due int) sweepCost {
 	if due > 0 {
 		past := float64(time.Now().Add(-time.Minute).UnixMilli())
-		// Distinct tasks (all of them, in a fleet of at most due).
+		// Distinct tasks that have a due time (sleeping, or awaiting a
+		// callback: a task waiting for input without a deadline has none
+		// since b78572d), as many as the fleet has if that is fewer.
 		seen := map[string]bool{}
 		var ids []string
-		for len(ids) < min(due, d.fleet.n) {
-			if id := d.fleet.random(randInt(len(d.tokens))); !seen[id] {
+		for len(ids) < min(due, d.fleet.n*(mix[sleeping]+mix[awaiting])/(mix[sleeping]+mix[waiting]+mix[awaiting])) {
+			p := randInt(len(d.tokens))
+			k := sleeping
+			if randInt(mix[sleeping]+mix[awaiting]) >= mix[sleeping] {
+				k = awaiting
+			}
+			if len(d.fleet.ids[p][k]) == 0 {
+				continue
+			}
+			if id := d.fleet.ids[p][k][randInt(len(d.fleet.ids[p][k]))]; !seen[id] {
 				seen[id] = true
 				ids = append(ids, id)
 			}

@@ -158,11 +158,11 @@ local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
 -- idOf(key) is the task id a key's hash tag holds.
 local function idOf(key) return string.match(key, '{([^{}]*)}$') end
 -- ended(key, m) drops the fields a task that just ended no longer needs
--- (and its status message, and its long one in m): a finished task keeps
--- only what tasks/get shows.
+-- (and its status message, and its long one in the key m, when it has
+-- one: nil otherwise): a finished task keeps only what tasks/get shows.
 local function ended(key, m)
   redis.call('HDEL', key, 'msg', 'ml', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk')
-  redis.call('DEL', m)
+  if m then redis.call('DEL', m) end
 end
 -- delivered(e) returns the events delivered to a task (name, payload
 -- pairs) from its events hash e, and closes its waits that ended at or
@@ -345,7 +345,7 @@ return 1
 // cancelScript: KEYS t p o m; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
 var cancelLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim', 'ml')
 if not owns(h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {h[2], 0} end
 redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
@@ -354,7 +354,7 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return {h[2], 0}
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-ended(KEYS[1], KEYS[4])
+ended(KEYS[1], h[5] == '1' and KEYS[4] or nil)
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
 undispatch()
 if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
@@ -404,7 +404,7 @@ if lease > now then
 end
 if f.cancel == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
-  ended(KEYS[1], KEYS[8])
+  ended(KEYS[1], f.ml == '1' and KEYS[8] or nil)
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1])
   undispatch()
   changed()
@@ -606,7 +606,7 @@ else
   if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
   -- Ended: its running fields (and a status message this commit does
   -- not set) go.
-  ended(KEYS[1], KEYS[9])
+  ended(KEYS[1], h[8] == '1' and KEYS[9] or nil)
   set[#set+1] = 'status'; set[#set+1] = status
   putMsg()
   redis.call('HSET', KEYS[1], unpack(set))
