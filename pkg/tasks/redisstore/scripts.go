@@ -236,12 +236,21 @@ return 1
 // (see spill.go). Read-only, so retryable.
 var getScript = newScript(luaSpill+`
 local h = redis.call('HGETALL', KEYS[1])
-local f = {}
+local f, chunks = {}, nil
 for i = 1, #h, 2 do
   local k = h[i]
-  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' then f[k] = h[i+1] end
+  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' then
+    f[k] = h[i+1]
+  elseif string.sub(k, 1, 6) == 'owner#' then
+    chunks = chunks or {}
+    chunks[tonumber(string.sub(k, 7)) + 1] = h[i+1]
+  end
 end
-if not f.owner or (ARGV[1] ~= '' and not owns(f.owner, ARGV[1])) then return false end
+-- A long owner is compared whole from its chunks (no digest to compute);
+-- one in the spill key, through its digest.
+local mine
+if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(f.owner, ARGV[1]) end
+if not f.owner or (ARGV[1] ~= '' and not mine) then return false end
 withSpills(h, f, KEYS[5], KEYS[6])
 local st = f.status
 if st == 'completed' or st == 'failed' then return {h, redis.call('GET', KEYS[4])} end
