@@ -145,18 +145,21 @@ func main() {
 // configuration (the sweeper's cron, and the store the fill writes
 // through) and the live tasks filled into it.
 type deployment struct {
-	name       string
-	bin        string
-	dir        string
-	env        []string
-	redis      *redisServer
-	api        *proc
-	apiAddr    string
-	worker     *proc
-	bundle     *bundle.Bundle
-	prefix     string
-	owners     []string
-	tokens     []string
+	name    string
+	bin     string
+	dir     string
+	env     []string
+	redis   *redisServer
+	api     *proc
+	apiAddr string
+	worker  *proc
+	bundle  *bundle.Bundle
+	prefix  string
+	owners  []string
+	tokens  []string
+	// creators are the principals whose tokens the measurements that
+	// create tasks use (tools/call, the worker's tasks): not the fleet's.
+	creators   []string
 	fleet      *fleet
 	filler     *filler
 	baseMemory int64
@@ -210,6 +213,12 @@ func newDeployment(ctx context.Context, name, bin, dir string, principals, strea
 		}
 		d.owners = append(d.owners, auth.Principal(issuer, sub, ""))
 		d.tokens = append(d.tokens, tok)
+		ctok, err := auth.MintDevToken([]byte(secret), issuer, audience, fmt.Sprintf("auth0|6650f1c2a9b8d7e6f5a4c%03x", i), 24*time.Hour, nil)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		d.creators = append(d.creators, ctok)
 	}
 	o := d.bundle.Tasks.Options()
 	q, ok := d.bundle.Queue.(*redisqueue.Queue)
@@ -606,11 +615,12 @@ func printSize(r result) {
 	for _, s := range []struct {
 		name string
 		p    pair[rate]
-	}{{"tasks/get", r.Get}, {"tools/call", r.Create}, {"tasks/list", r.List}} {
+	}{{"tasks/get", r.Get}, {"tools/call", r.Create}, {"tasks/list", r.List}, {"get 1", r.Get1}, {"create 1", r.Create1}, {"list 1", r.List1}} {
 		b1, r1 := g(s.p, perSec)
 		b2, r2 := g(s.p, p50)
 		b3, r3 := g(s.p, p99)
-		log.Printf("  %-10s %6.0f/s p50 %.2f p99 %.2f ms (ref %6.0f/s p50 %.2f p99 %.2f)", s.name, b1, b2, b3, r1, r2, r3)
+		log.Printf("  %-10s %6.0f/s p50 %.2f p99 %.2f ms (ref %6.0f/s p50 %.2f p99 %.2f); items %v / %v", s.name, b1, b2, b3, r1, r2, r3,
+			median(s.p.Big, func(v rate) float64 { return v.Items }), median(s.p.Ref, func(v rate) float64 { return v.Items }))
 	}
 	log.Printf("  worker     %6.0f steps/s (ref %.0f)", median(r.Steps.Big, func(v [3]float64) float64 { return v[0] }), median(r.Steps.Ref, func(v [3]float64) float64 { return v[0] }))
 	cmds := func(s sweepCost) float64 { return s.Commands }
@@ -694,6 +704,8 @@ func printTable(rep *Report) {
 	rows = append(rows, latRows("tools/call creating a task, 1 client", func(r result) pair[rate] { return r.Create1 })...)
 	rows = append(rows, rateRows(fmt.Sprintf("tasks/list first page, %d clients", rep.Clients/4), func(r result) pair[rate] { return r.List })...)
 	rows = append(rows, latRows("tasks/list first page, 1 client", func(r result) pair[rate] { return r.List1 })...)
+	rows = append(rows, row{"— tasks in a first page", col(func(r result) float64 { return median(r.List.Big, func(v rate) float64 { return v.Items }) }),
+		col(func(r result) float64 { return median(r.List.Ref, func(v rate) float64 { return v.Items }) }), "%.1f"})
 	rows = append(rows,
 		row{"worker steps/s", col(st(0, true)), col(st(0, false)), "%.0f"},
 		row{"worker CPU per step (µs)", col(st(1, true)), col(st(1, false)), "%.0f"},

@@ -24,12 +24,14 @@ type rate struct {
 	PerSec float64 `json:"perSec"`
 	P50Ms  float64 `json:"p50Ms"`
 	P99Ms  float64 `json:"p99Ms"`
+	// Items is the mean number of tasks in a tasks/list answer.
+	Items float64 `json:"items,omitempty"`
 }
 
 // load runs clients goroutines, client i as principal i%P, calling
 // method for d; gen returns the params and Mcp-Name of a call by
 // principal p (nil params: nothing left to do).
-func (d *deployment) load(clients int, dur time.Duration, method, version string, gen func(p int) (map[string]any, string), got func(json.RawMessage)) rate {
+func (d *deployment) load(tokens []string, clients int, dur time.Duration, method, version string, gen func(p int) (map[string]any, string), got func(json.RawMessage)) rate {
 	var (
 		n, errs atomic.Int64
 		mu      sync.Mutex
@@ -41,8 +43,8 @@ func (d *deployment) load(clients int, dur time.Duration, method, version string
 	start := time.Now()
 	for i := range clients {
 		wg.Go(func() {
-			p := i % len(d.tokens)
-			c := newClient(d.api.url, d.tokens[p])
+			p := i % len(tokens)
+			c := newClient(d.api.url, tokens[p])
 			var mine []time.Duration
 			for time.Now().Before(deadline) {
 				params, name := gen(p)
@@ -90,7 +92,7 @@ func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // gets measures tasks/get of random live tasks, each client's principal
 // reading its own.
 func (d *deployment) gets(clients int, dur time.Duration) rate {
-	return d.load(clients, dur, "tasks/get", "2026-07-28", func(p int) (map[string]any, string) {
+	return d.load(d.tokens, clients, dur, "tasks/get", "2026-07-28", func(p int) (map[string]any, string) {
 		id := d.fleet.random(p)
 		return map[string]any{"taskId": id}, id
 	}, nil)
@@ -100,16 +102,31 @@ func (d *deployment) gets(clients int, dur time.Duration) rate {
 // 2026-07-28 extension has none), each client listing its principal's
 // tasks.
 func (d *deployment) lists(clients int, dur time.Duration) rate {
-	return d.load(clients, dur, "tasks/list", "2025-11-25", func(int) (map[string]any, string) {
+	var pages, items atomic.Int64
+	r := d.load(d.tokens, clients, dur, "tasks/list", "2025-11-25", func(int) (map[string]any, string) {
 		return map[string]any{}, ""
-	}, nil)
+	}, func(res json.RawMessage) {
+		var page struct {
+			Tasks []json.RawMessage `json:"tasks"`
+		}
+		if json.Unmarshal(res, &page) == nil {
+			pages.Add(1)
+			items.Add(int64(len(page.Tasks)))
+		}
+	})
+	if n := pages.Load(); n > 0 {
+		r.Items = float64(items.Load()) / float64(n)
+	}
+	return r
 }
 
 // creates measures tools/call creating slow_compute tasks (an hour's
-// sleep), and records their ids for purging.
+// sleep), and records their ids for purging. The creators are principals
+// of their own: their tasks never push the fleet's out of its principals'
+// list indexes (bounded, the oldest go).
 func (d *deployment) creates(clients int, dur time.Duration) rate {
 	var mu sync.Mutex
-	return d.load(clients, dur, "tools/call", "2026-07-28", func(int) (map[string]any, string) {
+	return d.load(d.creators, clients, dur, "tools/call", "2026-07-28", func(int) (map[string]any, string) {
 		return map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 3600, "label": "bench"}}, "slow_compute"
 	}, func(res json.RawMessage) {
 		var t struct {
@@ -127,7 +144,7 @@ func (d *deployment) creates(clients int, dur time.Duration) rate {
 // until all completed, with the worker processes' and redis-server's CPU
 // per step.
 func (d *deployment) workerSteps(n int) (stepsPerSec, workerCPUUs, redisCPUUs float64) {
-	c := newClient(d.api.url, d.tokens[0])
+	c := newClient(d.api.url, d.creators[0])
 	w0, r0 := d.worker.cpu(), d.redis.redisCPU()
 	start := time.Now()
 	ids := make([]string, 0, n)
