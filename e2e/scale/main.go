@@ -107,7 +107,7 @@ func main() {
 	flag.StringVar(&cfg.jsonOut, "json", "bench-results/scale.json", "where to write the results as JSON")
 	flag.StringVar(&cfg.bin, "bin", "", "a prebuilt mcptasks binary (default: build ./cmd/mcptasks)")
 	flag.BoolVar(&cfg.memoryOnly, "memory-only", false, "fill the sizes and measure memory and the fill's Redis commands only (a quick check)")
-	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do) or steps (its time per worker step by command, against the reference)")
+	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do), steps or list (its time per worker step or tasks/list page by command, against the reference)")
 	compareFlag := flag.String("compare", "", "label=file,...: print the runs of two variants side by side (scripts/bench-scale-ab) and exit")
 	mixFlag := flag.String("mix", "5,3,2", "tasks sleeping, waiting for input and awaiting a callback in every sum of them")
 	flag.Parse()
@@ -537,6 +537,8 @@ func run(cfg config) error {
 			idleProbe(big)
 		case "steps":
 			stepProbe(ctx, ref, big)
+		case "list":
+			listProbe(ref, big)
 		}
 		return nil
 	}
@@ -838,6 +840,35 @@ func stepProbe(ctx context.Context, ref, big *deployment) {
 			}
 			log.Printf("step probe %d %s (%d tasks): %.0f steps/s, CPU/step worker %.0f redis %.0f µs; %s", r, d.name, d.fleet.n, sps, w, rc, strings.Join(top, ", "))
 			d.purge(ctx)
+		}
+	}
+}
+
+// listProbe prints where redis-server's time per tasks/list page goes, on
+// the reference and the growing deployment in turns (-probe list).
+func listProbe(ref, big *deployment) {
+	for r := range 3 {
+		for _, d := range []*deployment{ref, big} {
+			u0, c0 := d.redis.commandUsec(), d.redis.commandStats()
+			res := d.lists(1, 3*time.Second)
+			u1, c1 := d.redis.commandUsec(), d.redis.commandStats()
+			pages := float64(res.Ops)
+			type cost struct {
+				name        string
+				us, perCall float64
+			}
+			var cs []cost
+			for name, v := range u1 {
+				if n := c1[name] - c0[name]; n > 0 {
+					cs = append(cs, cost{name, float64(v-u0[name]) / pages, float64(v-u0[name]) / float64(n)})
+				}
+			}
+			slices.SortFunc(cs, func(a, b cost) int { return cmp.Compare(b.us, a.us) })
+			var top []string
+			for _, c := range cs[:min(8, len(cs))] {
+				top = append(top, fmt.Sprintf("%s %.0fµs/page (%.2fµs/call)", c.name, c.us, c.perCall))
+			}
+			log.Printf("list probe %d %s (%d tasks): p50 %.2f ms, %.1f tasks a page; %s", r, d.name, d.fleet.n, res.P50Ms, res.Items, strings.Join(top, ", "))
 		}
 	}
 }
