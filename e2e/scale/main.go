@@ -32,7 +32,7 @@
 //
 //	go run ./e2e/scale [-sizes 1000,10000,100000,1000000] [-duration 3s] [-rounds 2] \
 //		[-clients 32] [-streams 1000] [-mix 5,3,2] [-json bench-results/scale.json] [-bin PATH]
-//	go run ./e2e/scale -memory-only [-probe idle|steps] ...   # memory (and a diagnostic) only
+//	go run ./e2e/scale -memory-only [-probe idle|steps|list] ...   # memory (and a diagnostic) only
 //
 // A before/after comparison runs the drivers of two trees in turns (see
 // scripts/bench-scale-ab). scripts/bench -scale runs it after the usual
