@@ -27,8 +27,10 @@
 // run, and at every size each latency scenario runs on it and on the
 // growing one in alternation (A, B, A, B: -rounds rounds), so every size
 // has its own reference measured in the same minute. The table shows the
-// growing deployment's figures, their growth from the smallest size, and
-// that growth against the reference's drift.
+// growing deployment's figures, their growth from the smallest size, the
+// largest size over the reference measured with it (the growth with the
+// drift taken out), and the smallest size over the reference (two equal
+// deployments: the noise).
 //
 //	go run ./e2e/scale [-sizes 1000,10000,100000,1000000] [-duration 3s] [-rounds 2] \
 //		[-clients 32] [-streams 1000] [-mix 5,3,2] [-json bench-results/scale.json] [-bin PATH]
@@ -108,9 +110,22 @@ func main() {
 	flag.StringVar(&cfg.bin, "bin", "", "a prebuilt mcptasks binary (default: build ./cmd/mcptasks)")
 	flag.BoolVar(&cfg.memoryOnly, "memory-only", false, "fill the sizes and measure memory and the fill's Redis commands only (a quick check)")
 	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do), steps or list (its time per worker step or tasks/list page by command, against the reference)")
+	tableFlag := flag.String("table", "", "a JSON report of an earlier run: print its table and exit")
 	compareFlag := flag.String("compare", "", "label=file,...: print the runs of two variants side by side (scripts/bench-scale-ab) and exit")
 	mixFlag := flag.String("mix", "5,3,2", "tasks sleeping, waiting for input and awaiting a callback in every sum of them")
 	flag.Parse()
+	if *tableFlag != "" {
+		b, err := os.ReadFile(*tableFlag)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var rep Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			log.Fatal(err)
+		}
+		printTable(&rep)
+		return
+	}
 	if *compareFlag != "" {
 		if err := compare(*compareFlag); err != nil {
 			log.Fatal(err)
@@ -749,8 +764,8 @@ func printTable(rep *Report) {
 		sep += "---|"
 	}
 	last := humanSize(rs[len(rs)-1].Size) + "/" + humanSize(rs[0].Size)
-	head += " growth " + last + " | growth against the reference ¹ |"
-	sep += "---|---|"
+	head += " growth " + last + " | " + humanSize(rs[len(rs)-1].Size) + " ÷ reference ¹ | " + humanSize(rs[0].Size) + " ÷ reference ² |"
+	sep += "---|---|---|"
 	fmt.Println(head)
 	fmt.Println(sep)
 	for _, r := range rows {
@@ -761,14 +776,15 @@ func printTable(rep *Report) {
 		n := len(r.big) - 1
 		line += " " + fmtRatio(r.big[n], r.big[0]) + " |"
 		if r.ref != nil && r.ref[0] > 0 && r.ref[n] > 0 {
-			line += " " + fmtRatio(r.big[n]/r.ref[n], r.big[0]/r.ref[0]) + " |"
+			line += " " + fmtRatio(r.big[n], r.ref[n]) + " | " + fmtRatio(r.big[0], r.ref[0]) + " |"
 		} else {
-			line += " – |"
+			line += " – | – |"
 		}
 		fmt.Println(line)
 	}
-	fmt.Printf("\n¹ (growing/reference at %s) ÷ (growing/reference at %s): the growth with the machine's drift taken out, the reference deployment (%s live tasks) measured in alternation with the growing one at every size. Wall time of the run: %s.\n",
-		humanSize(rs[len(rs)-1].Size), humanSize(rs[0].Size), humanSize(rep.RefSize), rep.WallTime)
+	fmt.Printf("\n¹ at %s, the growing deployment's value over the reference deployment's (%s live tasks), the two measured in turns in the same minutes (A, B, A, B; medians of %d rounds): the growth from %s with the machine's drift taken out.\n"+
+		"² the same at %s, where both hold %s tasks: how far two equal deployments differ on this machine (the noise of the column before).\nWall time of the run: %s.\n",
+		humanSize(rs[len(rs)-1].Size), humanSize(rep.RefSize), rep.Rounds, humanSize(rep.RefSize), humanSize(rs[0].Size), humanSize(rs[0].Size), rep.WallTime)
 }
 
 func sizesOf(rs []result) []int {
