@@ -1,18 +1,24 @@
 // Package redisstore implements [tasks.Store] on Redis through rueidis.
 //
-// Layout: a task lives in up to five keys sharing the hash tag {id}, so all
+// Layout: a task lives in keys that share the hash tag {id}, so all
 // of them sit in one Cluster slot and every transition is one atomic
 // server-side script over them:
 //
-//	<prefix>{<id>}    hash: the task record
+//	<prefix>{<id>}    hash: the task record, every value at most 64 bytes
 //	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON)
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
-//	<prefix>{<id>}:x  string: the result of a completed task
+//	<prefix>{<id>}:x  string: the result of a completed task, the error of a failed one
+//	<prefix>{<id>}:e  hash: the task's events and the waits for them (events.go)
+//	<prefix>{<id>}:a  string: values of the creation longer than 1 KiB (spill.go)
+//	<prefix>{<id>}:m  string: a status message longer than 64 bytes (spill.go)
 //
 // A task that makes no offers never has the :o key. A task in
-// input_required shows both hashes as its InputRequests.
+// input_required shows both hashes as its InputRequests. The record
+// keeps Redis's compact listpack encoding by holding no value longer than
+// 64 bytes: longer owners, tools and arguments are cut into chunks, and
+// the other long values live in :a, :m and :x (spill.go).
 //
 // Only ids of the form tasks.NewID issues (tasks.ValidID) become keys: the
 // store answers tasks.ErrNotFound for any other id without a round trip,

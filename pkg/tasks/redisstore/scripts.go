@@ -147,10 +147,12 @@ func newScript(src string, retryable bool) script {
 // they did without it. tp is the creating request's traceparent (when
 // traced). History for operators (Store.Inspect), never read by a
 // transition: cancelat (first tasks/cancel of a live task) and
-// answered:<key> (when the input key was answered). Values that may be
-// longer than 64 bytes (owner, tool, args, msg, error) are kept out of the
-// hash, in the keys :a, :m and :x, with the flags sp and ml (see spill.go);
-// tasks written before hold them in the hash (result and error too).
+// answered:<key> (when the input key was answered). No value is longer
+// than 64 bytes (see spill.go): a longer owner, tool or args is cut into
+// the chunks <name>#0, <name>#1, ... (the owner also held as '#' and its
+// SHA-1), or beyond 1 KiB kept in :a (flag sp); a longer msg is in :m
+// (flag ml), a failed task's error in :x. Tasks written before hold these
+// values whole in the hash (result in :x).
 
 var luaTerminal = luaSpill + `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
