@@ -36,7 +36,7 @@ import (
 
 var _ driver.Brancher = (*Store)(nil)
 
-// claimBranchLua: KEYS t j r e f (+ due q w when dispatching); ARGV index
+// claimBranchLua: KEYS t j r e f a m (+ due q w when dispatching); ARGV index
 // now leaseMs branchId. Returns {NF} (no such branch), {I} (nothing to
 // run: finished, not dispatched yet, or its task ended), {L, lease end}
 // (holding the branch's message until then), {W, retry at}, or {C, gen,
@@ -68,6 +68,7 @@ if lease > 0 then redis.call('HINCRBY', KEYS[5], 'k'..i, 1) end
 local journal, responses = {}, {}
 if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[2], 0, -1) end
 if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[3]) end
+unspill(f, KEYS[6], KEYS[7])
 local rec = {}
 for k, name in ipairs(CLAIMFIELDS) do rec[k] = f[name] or '' end
 return {'C', gen, att, 0, rec, journal, responses, lease, {}}
@@ -174,7 +175,7 @@ func (s *Store) ClaimBranch(ctx context.Context, id string, now time.Time, lease
 		return nil, driver.ErrNotFound
 	}
 	_, _, j, r := s.keys(task)
-	res, err := s.exec(ctx, s.sc.claimBranch, s.withQueue(task, t, j, r, s.eventsKey(task), f),
+	res, err := s.exec(ctx, s.sc.claimBranch, s.withQueue(task, t, j, r, s.eventsKey(task), f, s.spillKey(task), s.msgKey(task)),
 		[]string{strconv.Itoa(index), ms(now), strconv.FormatInt(lease.Milliseconds(), 10), id}, nil, nil)
 	var arr []rueidis.RedisMessage
 	if err == nil {

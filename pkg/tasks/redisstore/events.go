@@ -140,7 +140,7 @@ return {0}
 // payload now maxEvents. Returns -2 (the task, or for a callback its open
 // wait, is not there), -1 (a signal the task takes no more), 1 delivered,
 // 2 delivered and resumed (the task awaited it).
-const deliverLua = luaTerminal + luaFindWait + `
+var deliverLua = luaTerminal + luaFindWait + `
 local st = redis.call('HMGET', KEYS[1], 'owner', 'status', 'aw', 'exp')
 if not st[1] then return -2 end
 local name, proof, now = ARGV[1], ARGV[2], tonumber(ARGV[4])

@@ -40,9 +40,15 @@ import (
 // oldest beyond Options.MaxIndexed, and sets the set's expiry to
 // driver.MaxTTL plus an hour from now (past the end of every task it
 // holds: a task was added after the last upkeep, within the hour before
-// it). So a creation costs one command, and one creation an hour per
-// shard costs three more. Between upkeeps the set may exceed MaxIndexed
-// by the creations of that hour.
+// it). Besides, about one creation in 64 (those whose id starts with
+// trimMark: ids are random) counts the set (ZCARD, O(1)) and drops the
+// oldest members beyond MaxIndexed. So a creation costs one command, one
+// in 64 one or two more, and one creation an hour per shard three more;
+// the set exceeds MaxIndexed by the creations since the last trim, about
+// 64, whatever the rate of creations. (Trimmed only hourly, a burst of
+// creations within an hour stayed in the set until the hour turned: a
+// million tasks created in minutes kept a million members, about 120
+// bytes of Redis memory each; see BENCHMARKS.md, "Scale".)
 //
 // ListAll reads the set newest first and then the tasks (as Peek, owner
 // unchecked), skipping those that are gone (expired before the upkeep
@@ -54,6 +60,10 @@ const DefaultMaxIndexed = 10000
 // indexWindow is how often (at most) a creation also upkeeps the index of
 // all tasks, per shard.
 const indexWindow = time.Hour
+
+// trimMark is the first character of the ids whose creation also trims
+// the index of all tasks to Options.MaxIndexed (one id in 64).
+const trimMark = 'A'
 
 // errNoIndex is ListAll's answer when the index of all tasks is off.
 var errNoIndex = errors.New("redisstore: the index of all tasks is off (Options.MaxIndexed < 0)")
@@ -70,20 +80,22 @@ local function indexAll(key, now, id)
     redis.call('ZREMRANGEBYSCORE', key, 0, now - ` + n(driver.MaxTTL) + `)
     redis.call('ZREMRANGEBYRANK', key, 1, -` + strconv.Itoa(s.maxIndexed+1) + `)
     redis.call('PEXPIRE', key, ` + n(driver.MaxTTL+indexWindow) + `)
+  elseif string.byte(id, 1) == ` + strconv.Itoa(trimMark) + ` and redis.call('ZCARD', key) > ` + strconv.Itoa(s.maxIndexed+1) + ` then
+    redis.call('ZREMRANGEBYRANK', key, 1, -` + strconv.Itoa(s.maxIndexed+1) + `)
   end
 end
 `
 }
 
 // indexingLua is what the create script runs to index the new task:
-// indexed(now) adds it to the index of all tasks, KEYS[4], when the store
+// indexed(now) adds it to the index of all tasks, KEYS[5], when the store
 // indexes inline (a standalone Redis), and does nothing otherwise.
 func (s *Store) indexingLua() string {
 	if !s.indexInline {
 		return "\nlocal function indexed(now) end\n"
 	}
 	return s.allIndexLua() + `
-local function indexed(now) indexAll(KEYS[4], now, string.match(KEYS[1], '{([^{}]*)}$')) end
+local function indexed(now) indexAll(KEYS[5], now, string.match(KEYS[1], '{([^{}]*)}$')) end
 `
 }
 

@@ -1,18 +1,24 @@
 // Package redisstore implements [driver.Store] on Redis through rueidis.
 //
-// Layout: a task lives in up to five keys sharing the hash tag {id}, so all
+// Layout: a task lives in keys that share the hash tag {id}, so all
 // of them sit in one Cluster slot and every transition is one atomic
 // server-side script over them:
 //
-//	<prefix>{<id>}    hash: the task record
+//	<prefix>{<id>}    hash: the task record, every value at most 64 bytes
 //	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON)
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
-//	<prefix>{<id>}:x  string: the result of a completed task
+//	<prefix>{<id>}:x  string: the result of a completed task, the error of a failed one
+//	<prefix>{<id>}:e  hash: the task's events and the waits for them (events.go)
+//	<prefix>{<id>}:a  string: values of the creation longer than 1 KiB (spill.go)
+//	<prefix>{<id>}:m  string: a status message longer than 64 bytes (spill.go)
 //
 // A task that makes no offers never has the :o key. A task in
-// input_required shows both hashes as its InputRequests.
+// input_required shows both hashes as its InputRequests. The record
+// keeps Redis's compact listpack encoding by holding no value longer than
+// 64 bytes: longer owners, tools and arguments are cut into chunks, and
+// the other long values live in :a, :m and :x (spill.go).
 //
 // Only ids of the form driver.NewID issues (driver.ValidID) become keys: the
 // store answers driver.ErrNotFound for any other id without a round trip,
@@ -21,8 +27,13 @@
 //
 // Every key expires at the task's creation time plus its TTL. A sorted set
 // per shard, the due index, (itself expiring) indexes the next time the
-// sweeper must look at each live task; it is only a hint: the sweeper
-// re-derives what to do from the task record. With one shard (the default)
+// sweeper must look at each live task, but for a task parked for input
+// without a deadline: nothing is to be done for it until an answer
+// resumes it (the update indexes it again, before it is dispatched) or it
+// expires (its keys by themselves), so its park takes it out, and the
+// index grows with the tasks that have a time (a sorted set member costs
+// about 120 bytes). The index is only a hint: the sweeper re-derives what
+// to do from the task record. With one shard (the default)
 // it is <prefix>due; with n shards (Options.Shards, for a Redis Cluster)
 // shard k is <prefix>due{<tag>}, tag from slots.Tags(n), and a task is
 // indexed in shard slots.ShardOf(id, n), which hashes to the task's own
@@ -320,10 +331,15 @@ func (s *Store) keys(id string) (t, p, j, r string) {
 // encoding).
 func (s *Store) resultKey(id string) string { return s.prefix + "{" + id + "}:x" }
 
+// spillKey is the string holding the values of a task's creation kept
+// out of its hash, and msgKey its long status message (see spill.go).
+func (s *Store) spillKey(id string) string { return s.prefix + "{" + id + "}:a" }
+func (s *Store) msgKey(id string) string   { return s.prefix + "{" + id + "}:m" }
+
 // readKeys are the keys getScript reads for a task.
 func (s *Store) readKeys(id string) []string {
 	t, p, _, _ := s.keys(id)
-	return []string{t, p, s.offersKey(id), s.resultKey(id)}
+	return []string{t, p, s.offersKey(id), s.resultKey(id), s.spillKey(id), s.msgKey(id)}
 }
 
 // offersKey is the hash of a task's outstanding offers.
@@ -548,18 +564,27 @@ func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, e
 	now := nt.Now.Truncate(time.Millisecond)
 	exp := now.Add(nt.TTL)
 	t, _, j, r := s.keys(nt.ID)
-	fields := []string{
-		"owner", nt.Owner, "tool", nt.Tool, "args", string(nt.Args),
+	// Values longer than maxInline are cut into chunks, or go to the spill
+	// key (spill.go).
+	var fields []string
+	var spill []byte
+	for i, v := range []string{nt.Owner, nt.Tool, string(nt.Args)} {
+		fields, spill = inlineFields(fields, spill, spillable[i], v)
+	}
+	if spill != nil {
+		fields = append(fields, "sp", "1")
+	}
+	fields = append(fields,
 		"status", string(driver.StatusWorking), "created", ms(now), "updated", ms(now),
 		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
 		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
 		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
-	}
+	)
 	if nt.TraceParent != "" {
 		fields = append(fields, "tp", nt.TraceParent)
 	}
-	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses))}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses)), string(spill)}
 	args = append(args, fields...)
 	for _, e := range nt.Journal {
 		b, err := json.Marshal(e)
@@ -590,7 +615,7 @@ func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, e
 	}
 	// The index of all tasks in the create script, or right after it on a
 	// Redis Cluster (listall.go).
-	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r)...), args, before, s.indexAfter(nt, now), true)
+	res, indexErr, waitErr := s.run(ctx, s.sc.create, s.withQueue(nt.ID, s.withIndex(nt.ID, t, j, r, s.spillKey(nt.ID))...), args, before, s.indexAfter(nt, now), true)
 	if indexErr != nil && strings.HasPrefix(indexErr.Error(), "NOSCRIPT") {
 		indexErr = s.indexAgain(ctx, nt, now, exp)
 	}
@@ -637,7 +662,7 @@ func (s *Store) uncreate(ctx context.Context, nt *driver.NewTask) {
 	defer cancel()
 	t, p, j, r := s.keys(nt.ID)
 	cmds := []rueidis.Completed{
-		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID)).Build(),
+		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID), s.spillKey(nt.ID), s.msgKey(nt.ID)).Build(),
 		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
 	}
 	if nt.Listed {
@@ -696,9 +721,9 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*driver.Task, error) {
 		return nil, fmt.Errorf("redisstore: get %s: %w", id, err)
 	}
 	var pending, offers map[string]string
-	if len(arr) == 2 { // completed: its result
+	if len(arr) == 2 { // completed or failed: its result or error
 		if res, err := arr[1].ToString(); err == nil {
-			h["result"] = res
+			outcome(h, res)
 		}
 	}
 	if len(arr) == 3 { // input_required: its outstanding input too
@@ -712,9 +737,29 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*driver.Task, error) {
 	return decodeTask(id, h, pending, offers)
 }
 
+// outcome sets in the record h the value of its result key: the result
+// of a completed task, the error of a failed one (an earlier format kept
+// it in the hash).
+func outcome(h map[string]string, v string) {
+	switch h["status"] {
+	case string(driver.StatusCompleted):
+		h["result"] = v
+	case string(driver.StatusFailed):
+		h["error"] = v
+	}
+}
+
 // decodeTask builds a task from its record; pending and offers are its
-// outstanding input requests, shown when it is input_required.
+// outstanding input requests, shown when it is input_required. The record
+// may carry the values kept out of the hash as _a and _m (see spill.go).
 func decodeTask(id string, h, pending, offers map[string]string) (*driver.Task, error) {
+	joinChunks(h)
+	if a, ok := h["_a"]; ok {
+		unspill(a, h)
+	}
+	if m, ok := h["_m"]; ok {
+		h["msg"] = m
+	}
 	if h["owner"] == "" {
 		// A write that raced the key's expiry can leave a partial hash.
 		return nil, driver.ErrNotFound
@@ -852,7 +897,7 @@ func (s *Store) Cancel(ctx context.Context, owner, id string, now time.Time) (dr
 		return "", false, driver.ErrNotFound
 	}
 	t, p, _, _ := s.keys(id)
-	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id)), []string{owner, ms(now)}, nil, nil, true)
+	res, _, waitErr := s.run(ctx, s.sc.cancel, s.withLive(owner, id, t, p, s.offersKey(id), s.msgKey(id)), []string{owner, ms(now)}, nil, nil, true)
 	arr, err := res.ToArray()
 	if rueidis.IsRedisNil(err) {
 		return "", false, driver.ErrNotFound
@@ -886,7 +931,7 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	// The due index moves to no later than the lease's end, in the same
 	// round trip (LT: a refused claim never delays recovery of the task;
 	// at worst the sweeper looks early and re-derives the time).
-	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id)),
+	res, err := s.exec(ctx, s.sc.claim, s.withQueue(id, t, p, j, r, s.offersKey(id), s.eventsKey(id), s.spillKey(id), s.msgKey(id)),
 		[]string{ms(now), strconv.FormatInt(lease.Milliseconds(), 10)}, nil, s.index(
 			s.c.B().Zadd().Key(s.dueKey(id)).Xx().Lt().ScoreMember().ScoreMember(float64(now.Add(lease).UnixMilli()), id).Build()))
 	var arr []rueidis.RedisMessage
@@ -1049,10 +1094,11 @@ func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) 
 	}
 	var after []rueidis.Completed
 	var due time.Time
+	var drop bool
 	if !s.Dispatches() {
-		after, due = s.dueBefore(c, ch, op)
+		after, due, drop = s.dueBefore(c, ch, op)
 	}
-	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey), args, nil, after, true)
+	res, _, waitErr := s.run(ctx, s.sc.commit, s.withLive(c.Task.Owner, id, t, p, j, r, s.offersKey(id), s.resultKey(id), s.eventsKey(id), forkKey, s.msgKey(id)), args, nil, after, true)
 	arr, err := res.ToArray()
 	if err == nil && hb != nil && len(arr) > 4 {
 		// Recorded even if the write did not replicate: the consumer
@@ -1085,7 +1131,7 @@ func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) 
 	if s.Dispatches() {
 		return nil
 	}
-	return s.dueAfter(ctx, c, ch, due, woke == 1)
+	return s.dueAfter(ctx, c, ch, due, drop, woke == 1)
 }
 
 // commitArgs are the ARGV of commitScript for ch under c, whose op is op;
@@ -1176,9 +1222,10 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 // current holder's entry is what recovers the task if that holder dies. So
 // only the common "run again now" case rides in the script's round trip
 // (the commands returned, sent after the script), as a ZADD LT (never
-// later); later times (due) and removals are written by dueAfter once
+// later); later times (due) and removals (drop: a task parked without a
+// deadline, which an answer indexes again) are written by dueAfter once
 // the commit is known to have succeeded.
-func (s *Store) dueBefore(c *driver.Claim, ch *driver.Change, op string) (after []rueidis.Completed, due time.Time) {
+func (s *Store) dueBefore(c *driver.Claim, ch *driver.Change, op string) (after []rueidis.Completed, due time.Time, drop bool) {
 	id := c.Task.ID
 	switch {
 	case op == driver.OpKeep:
@@ -1188,30 +1235,32 @@ func (s *Store) dueBefore(c *driver.Claim, ch *driver.Change, op string) (after 
 			s.c.B().Zadd().Key(key).Lt().ScoreMember().ScoreMember(float64(ch.Now.Add(s.grace).UnixMilli()), id).Build(),
 			s.c.B().Pexpire().Key(key).Milliseconds(s.indexTTL.Milliseconds()).Build(),
 		}
+	case op == driver.OpPark && ch.WakeAt.IsZero():
+		drop = true
 	case op == driver.OpPark:
-		due = c.Task.ExpiresAt()
-		if !ch.WakeAt.IsZero() {
-			due = ch.WakeAt.Add(s.grace)
-		}
+		due = ch.WakeAt.Add(s.grace)
 	case op == driver.OpAwait && ch.Fork != nil:
 		due = ch.Now.Add(s.grace) // the sweeper watches the branches
 	case op == driver.OpRelease, op == driver.OpSleep, op == driver.OpAwait:
 		due = ch.WakeAt.Add(s.grace)
 	}
-	return after, due
+	return after, due, drop
 }
 
 // dueAfter writes what dueBefore left for after a successful commit:
 // the task's new due time, or, for a task that ended, its removal from the
-// indexes. woke reports that an answer cut a sleep short: the task runs
+// indexes (and for one parked without a deadline, drop, from the due
+// index). woke reports that an answer cut a sleep short: the task runs
 // again now.
-func (s *Store) dueAfter(ctx context.Context, c *driver.Claim, ch *driver.Change, due time.Time, woke bool) error {
+func (s *Store) dueAfter(ctx context.Context, c *driver.Claim, ch *driver.Change, due time.Time, drop, woke bool) error {
 	if woke {
 		due = ch.Now.Add(s.grace)
 	}
 	switch {
 	case c.Task.Status.Terminal():
 		return s.forget(ctx, c.Task.ID, c.Task.Owner)
+	case drop && c.Task.Status == driver.StatusInputRequired:
+		return s.Schedule(ctx, c.Task.ID, time.Time{})
 	case !due.IsZero():
 		return s.Schedule(ctx, c.Task.ID, due)
 	}
@@ -1316,7 +1365,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		s.c.B().Lrange().Key(j).Start(0).Stop(-1).Build(),
 		s.c.B().Hgetall().Key(r).Build(),
 		s.c.B().Get().Key(s.resultKey(id)).Build(),
-		s.c.B().Hgetall().Key(s.eventsKey(id)).Build())
+		s.c.B().Hgetall().Key(s.eventsKey(id)).Build(),
+		s.c.B().Get().Key(s.spillKey(id)).Build(),
+		s.c.B().Get().Key(s.msgKey(id)).Build())
 	var maps [5]map[string]string
 	for i, k := range []int{0, 1, 2, 4, 6} {
 		m, err := res[k].AsStrMap()
@@ -1329,8 +1380,14 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if len(h) == 0 {
 		return nil, driver.ErrNotFound
 	}
-	if v, err := res[5].ToString(); err == nil { // a completed task's result
-		h["result"] = v
+	if v, err := res[5].ToString(); err == nil { // a completed task's result, a failed one's error
+		outcome(h, v)
+	}
+	if v, err := res[7].ToString(); err == nil && h["sp"] == "1" {
+		h["_a"] = v
+	}
+	if v, err := res[8].ToString(); err == nil && h["ml"] == "1" {
+		h["_m"] = v
 	}
 	task, err := decodeTask(id, h, pending, offers)
 	if err != nil {

@@ -147,17 +147,24 @@ func newScript(src string, retryable bool) script {
 // they did without it. tp is the creating request's traceparent (when
 // traced). History for operators (Store.Inspect), never read by a
 // transition: cancelat (first tasks/cancel of a live task) and
-// answered:<key> (when the input key was answered).
+// answered:<key> (when the input key was answered). No value is longer
+// than 64 bytes (see spill.go): a longer owner, tool or args is cut into
+// the chunks <name>#0, <name>#1, ... (the owner also held as '#' and its
+// SHA-1), or beyond 1 KiB kept in :a (flag sp); a longer msg is in :m
+// (flag ml), a failed task's error in :x. Tasks written before hold these
+// values whole in the hash (result in :x).
 
-const luaTerminal = `
+var luaTerminal = luaSpill + `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
 local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
 -- idOf(key) is the task id a key's hash tag holds.
 local function idOf(key) return string.match(key, '{([^{}]*)}$') end
--- ended(key) drops the fields a task that just ended no longer needs (and
--- its status message): a finished task keeps only what tasks/get shows.
-local function ended(key)
-  redis.call('HDEL', key, 'msg', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk')
+-- ended(key, m) drops the fields a task that just ended no longer needs
+-- (and its status message, and its long one in the key m, when it has
+-- one: nil otherwise): a finished task keeps only what tasks/get shows.
+local function ended(key, m)
+  redis.call('HDEL', key, 'msg', 'ml', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk')
+  if m then redis.call('DEL', m) end
 end
 -- delivered(e) returns the events delivered to a task (name, payload
 -- pairs) from its events hash e, and closes its waits that ended at or
@@ -180,20 +187,22 @@ local function delivered(e, now)
 end
 `
 
-// createLua: KEYS t j r [all]; ARGV exp, now, nJournal, nResp, fieldPairs...,
-// journal..., respPairs... The new task is dispatched now, and indexed in
-// the index of all tasks (KEYS[4], when the store indexes inline).
+// createLua: KEYS t j r a [all]; ARGV exp, now, nJournal, nResp, spill,
+// fieldPairs..., journal..., respPairs... The spill string (empty: none)
+// goes to a (see spill.go). The new task is dispatched now, and indexed in
+// the index of all tasks (KEYS[5], when the store indexes inline).
 const createLua = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
 local nj = tonumber(ARGV[3])
 local nr = tonumber(ARGV[4])
-local nf = #ARGV - 4 - nj - 2*nr
+local nf = #ARGV - 5 - nj - 2*nr
 local fields = {}
-for i = 5, 4 + nf do fields[#fields+1] = ARGV[i] end
+for i = 6, 5 + nf do fields[#fields+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIREAT', KEYS[1], exp)
-local base = 4 + nf
+if ARGV[5] ~= '' then redis.call('SET', KEYS[4], ARGV[5], 'PXAT', exp) end
+local base = 5 + nf
 for i = 1, nj do redis.call('RPUSH', KEYS[2], ARGV[base+i]) end
 if nj > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
 base = base + nj
@@ -220,20 +229,33 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p o x; ARGV owner (empty: no check). Returns {task
-// hash}, {task hash, result} for a completed task or, for a task in
-// input_required, {task hash, outstanding input hash, outstanding offers
-// hash}; false when the task is missing or owned by
+// getScript: KEYS t p o x a m; ARGV owner (empty: no check). Returns {task
+// hash}, {task hash, result or error} for a completed or failed task or,
+// for a task in input_required, {task hash, outstanding input hash,
+// outstanding offers hash}; false when the task is missing or owned by
 // someone else (the owner is compared here: nothing of a foreign task
-// leaves Redis). Read-only, so retryable.
-var getScript = newScript(`
+// leaves Redis). The task hash carries its spilled values as _a and _m
+// (see spill.go). Read-only, so retryable.
+var getScript = newScript(luaSpill+`
 local h = redis.call('HGETALL', KEYS[1])
-local o, st
+local f, chunks = {}, nil
 for i = 1, #h, 2 do
-  if h[i] == 'owner' then o = h[i+1] elseif h[i] == 'status' then st = h[i+1] end
+  local k = h[i]
+  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' then
+    f[k] = h[i+1]
+  elseif string.sub(k, 1, 6) == 'owner#' then
+    chunks = chunks or {}
+    chunks[tonumber(string.sub(k, 7)) + 1] = h[i+1]
+  end
 end
-if not o or (ARGV[1] ~= '' and o ~= ARGV[1]) then return false end
-if st == 'completed' then return {h, redis.call('GET', KEYS[4])} end
+-- A long owner is compared whole from its chunks (no digest to compute);
+-- one in the spill key, through its digest.
+local mine
+if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(f.owner, ARGV[1]) end
+if not f.owner or (ARGV[1] ~= '' and not mine) then return false end
+withSpills(h, f, KEYS[5], KEYS[6])
+local st = f.status
+if st == 'completed' or st == 'failed' then return {h, redis.call('GET', KEYS[4])} end
 if st ~= 'input_required' then return {h} end
 return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 `, true)
@@ -245,7 +267,7 @@ return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
 // empty for a terminal task). Read-only, so retryable.
 var outstandingScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease')
-if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
+if not owns(h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {{}, {}} end
 local wake = tonumber(h[3] or '0')
 local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
@@ -278,9 +300,9 @@ return 1
 // mode "apply" applies them in any case.
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
 // resumed, 3 (try) would resume.
-const updateLua = luaTerminal + `
+var updateLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
-if ARGV[1] == '' or h[1] ~= ARGV[1] then return -1 end
+if not owns(h[1], ARGV[1]) then return -1 end
 if terminal(h[2]) then return 0 end
 local wake = tonumber(h[5] or '0')
 -- A parked task holds no lease; one that does was claimed after its
@@ -331,11 +353,11 @@ changed()
 return 1
 `
 
-// cancelScript: KEYS t p o; ARGV owner now. Returns {status afterwards,
+// cancelScript: KEYS t p o m; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
-const cancelLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim')
-if ARGV[1] == '' or h[1] ~= ARGV[1] then return false end
+var cancelLua = luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim', 'ml')
+if not owns(h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {h[2], 0} end
 redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
@@ -343,7 +365,7 @@ if tonumber(h[3] or '0') > tonumber(ARGV[2]) then
   return {h[2], 0}
 end
 redis.call('DEL', KEYS[2], KEYS[3])
-ended(KEYS[1])
+ended(KEYS[1], h[5] == '1' and KEYS[4] or nil)
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
 undispatch()
 if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
@@ -356,7 +378,7 @@ return {'cancelled', 1}
 // running task.
 var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp"}
 
-// claimScript: KEYS t p j r o e; ARGV now leaseMs. A task claimed out of
+// claimScript: KEYS t p j r o e a m; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
 // Returns {code, gen, att, wake, record, journal, responses, lost, events} where
 // code is NF (not found), T (terminal), X (made terminal here: cancellation
@@ -384,7 +406,7 @@ end
 local f = {}
 for i = 1, #all, 2 do f[all[i]] = all[i+1] end
 local wake = tonumber(f.wake or '0')
-if terminal(f.status) then return {'T', 0, 0, 0, all} end
+if terminal(f.status) then return {'T', 0, 0, 0, withSpills(all, f, KEYS[7], KEYS[8])} end
 local lease = tonumber(f.lease or '0')
 if lease > now then
   -- Held by a live worker: this delivery comes back when the lease ends.
@@ -393,11 +415,12 @@ if lease > now then
 end
 if f.cancel == '1' then
   redis.call('DEL', KEYS[2], KEYS[5])
-  ended(KEYS[1])
+  ended(KEYS[1], f.ml == '1' and KEYS[8] or nil)
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[1])
   undispatch()
   changed()
-  return {'X', 0, 0, 0, redis.call('HGETALL', KEYS[1])}
+  f.ml = nil
+  return {'X', 0, 0, 0, withSpills(redis.call('HGETALL', KEYS[1]), f, KEYS[7], KEYS[8])}
 end
 if f.status == 'input_required' and (wake == 0 or wake > now) then return {'P', 0, 0, wake} end
 if f.status == 'working' and wake > now then return {'W', 0, 0, wake} end
@@ -422,6 +445,7 @@ if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
 if f.ev == '1' then events = delivered(KEYS[6], now) end
 -- The record as read (the fields the worker reads): the caller sets the
 -- lease and status it now has.
+unspill(f, KEYS[7], KEYS[8])
 local rec = {}
 for i, k in ipairs(CLAIMFIELDS) do rec[i] = f[k] or '' end
 return {'C', gen, att, wake, rec, journal, responses, lease, events}
@@ -441,7 +465,7 @@ holdq(ends)
 return ends
 `
 
-// commitScript: KEYS t p j r o x e f; ARGV gen now op hasMsg msg attempts
+// commitScript: KEYS t p j r o x e f m; ARGV gen now op hasMsg msg attempts
 // payload wake any nPark nAppend nOffer nWithdraw nWatch hbNow hbReceipt
 // await nOpen fork, then nAppend entries, nPark park pairs, nOffer offer
 // pairs, nWithdraw withdrawn keys, nWatch watched keys and nOpen opened
@@ -465,8 +489,8 @@ return ends
 // meanwhile (its response is there), parked in input_required with no
 // blocking keys until wake if offers are outstanding, and released until
 // wake otherwise.
-const commitLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim')
+var commitLua = luaTerminal + `
+local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim', 'ml')
 if not h[2] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
@@ -503,10 +527,26 @@ if nopen > 0 or fork ~= '' then set[#set+1] = 'ev'; set[#set+1] = '1' end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'await' or op == 'park') then op = 'cancel'; cancelled = true end
-if ARGV[4] == '1' and not cancelled then
-  set[#set+1] = 'msg'; set[#set+1] = ARGV[5]
+-- The status message this commit sets, written by putMsg() into set
+-- before the HSET (a long one to m: see spill.go).
+local msgv = nil
+if ARGV[4] == '1' and not cancelled then msgv = ARGV[5] end
+local function putMsg()
+  if not msgv then return end
+  if #msgv > MAXINLINE then
+    redis.call('SET', KEYS[9], msgv, 'PXAT', exp)
+    redis.call('HDEL', KEYS[1], 'msg')
+    set[#set+1] = 'ml'; set[#set+1] = '1'
+  else
+    set[#set+1] = 'msg'; set[#set+1] = msgv
+    if h[8] == '1' then
+      redis.call('HDEL', KEYS[1], 'ml')
+      redis.call('DEL', KEYS[9])
+    end
+  end
 end
 if op == 'keep' then
+  putMsg()
   redis.call('HSET', KEYS[1], unpack(set))
   if ARGV[4] == '1' or nof + nw > 0 then changed() end
   return {0, att, h[2], 0, false}
@@ -560,8 +600,10 @@ elseif op == 'park' then
   if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
   set[#set+1] = 'any'; set[#set+1] = ARGV[9]
   if wake == '0' then
+    -- Nothing to do until an answer resumes it (which indexes it again)
+    -- or it expires (its keys by themselves): out of the due index.
     undispatch()
-    due(exp)
+    undue()
   else
     dispatch(wake, true)
     due(tonumber(wake) + GRACE)
@@ -569,14 +611,15 @@ elseif op == 'park' then
 else
   if h[6] ~= '0' or nof > 0 then redis.call('DEL', KEYS[5]) end
   if op == 'complete' then status = 'completed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
-  elseif op == 'fail' then status = 'failed'; set[#set+1] = 'error'; set[#set+1] = ARGV[7]
+  elseif op == 'fail' then status = 'failed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
   else status = 'cancelled' end
   undispatch()
   if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
   -- Ended: its running fields (and a status message this commit does
   -- not set) go.
-  ended(KEYS[1])
+  ended(KEYS[1], h[8] == '1' and KEYS[9] or nil)
   set[#set+1] = 'status'; set[#set+1] = status
+  putMsg()
   redis.call('HSET', KEYS[1], unpack(set))
   changed()
   return {0, att, status, woke, handback(ARGV[15], ARGV[16])}
@@ -584,6 +627,7 @@ end
 set[#set+1] = 'status'; set[#set+1] = status
 set[#set+1] = 'lease'; set[#set+1] = '0'
 set[#set+1] = 'wake'; set[#set+1] = wake
+putMsg()
 redis.call('HSET', KEYS[1], unpack(set))
 changed()
 return {0, att, status, woke, handback(ARGV[15], ARGV[16])}

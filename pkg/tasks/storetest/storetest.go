@@ -992,9 +992,12 @@ func testUpdateCancelByOthers(f *fixture) {
 
 // Only the owner's update may move a task's entry in the due index: an
 // update by anyone else (refused as not found) leaves it where it was.
+// (The task is parked with a deadline: one parked without a deadline has
+// no attention time before its expiry, and a store may leave it out of
+// Due until an answer resumes it.)
 func testUpdateByOthersLeavesDueIndex(f *fixture) {
 	reqs := requests()
-	id, _ := f.park(reqs, false, time.Time{})
+	id, _ := f.park(reqs, false, f.at(ttl/2))
 	before := dueAt(f, id, f.at(2*ttl))
 	resp := map[string]json.RawMessage{"confirm": raw(`true`), "pick": raw(`"x"`)}
 	for _, who := range []string{stranger, ""} {
@@ -1344,9 +1347,11 @@ func testReschedule(f *fixture) {
 
 // A sweeper that read a parked task's due time before an update resumed it
 // must not push the resumed task's time back (its compare-and-set fails),
-// and updates of unknown tasks leave no trace in the due index.
+// and updates of unknown tasks leave no trace in the due index. (Parked
+// with a deadline, so that it has a due time: see
+// testUpdateByOthersLeavesDueIndex.)
 func testRescheduleVsResume(f *fixture) {
-	id, _ := f.park(map[string]json.RawMessage{"a": raw(`{}`), "b": raw(`{}`)}, false, time.Time{})
+	id, _ := f.park(map[string]json.RawMessage{"a": raw(`{}`), "b": raw(`{}`)}, false, f.at(ttl/2))
 	f.update(id, map[string]json.RawMessage{"a": raw(`{"action":"accept"}`)}, f.at(time.Second))
 	read := dueAt(f, id, f.at(time.Hour))
 	if !f.update(id, map[string]json.RawMessage{"b": raw(`{"action":"accept"}`)}, f.at(2*time.Second)) {
