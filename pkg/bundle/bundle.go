@@ -89,6 +89,14 @@ type Config struct {
 	AllowedOrigins   []string      // MCPTASKS_ALLOWED_ORIGINS, comma-separated
 	Workers          int           // MCPTASKS_WORKERS: local worker goroutines (default 4)
 	MaxLiveTasks     int           // MCPTASKS_MAX_LIVE_TASKS: live tasks per principal (default 0: unlimited)
+	// ReadCache is MCPTASKS_READ_CACHE: how many tasks a process keeps its
+	// last read of, to answer tasks/get without Redis while nothing can
+	// have changed them (see tasks.Options.ReadCache); 0 turns it off.
+	// Unset it is -1, the platform's default: 10000 for the local server,
+	// 0 on Lambda and Vercel, whose processes are frozen between requests
+	// (an announcement waiting in a frozen socket could not drop a read).
+	// Redis stores only.
+	ReadCache int
 	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
 	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
 	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: requests served at once per process (default 256)
@@ -306,6 +314,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	num("MCPTASKS_MAX_REQUESTS", &c.MaxRequests, tasks.DefaultMaxRequests)
 	num("MCPTASKS_MAX_STREAMS", &c.MaxStreams, tasks.DefaultMaxStreams)
 	num("MCPTASKS_MAX_STREAMS_PER_PRINCIPAL", &c.MaxStreamsPerPrincipal, tasks.DefaultMaxStreamsPerPrincipal)
+	c.ReadCache = -1
+	if v := getenv("MCPTASKS_READ_CACHE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("MCPTASKS_READ_CACHE=%q: want a number of tasks (0: off)", v))
+		}
+		c.ReadCache = n
+	}
 	if v := getenv("MCPTASKS_MAX_LIVE_TASKS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -756,6 +772,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		StepsPerInvocation: cfg.Steps,
 		StoreTimeout:       cfg.StoreTimeout,
 		MaxLiveTasks:       cfg.MaxLiveTasks,
+		ReadCache:          max(cfg.ReadCache, 0),
 		StateSecret:        []byte(cfg.StateSecret),
 		Anonymous:          !cfg.AuthEnabled,
 		TracerProvider:     tel.TracerProvider,
@@ -763,6 +780,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		Jobs:               tasks.JobOptions{Disable: cfg.NoJobs},
 		Now:                o.now,
 		PublicURL:          cfg.PublicURL,
+	}
+	if cfg.Store == StorePostgres {
+		topts.ReadCache = 0 // Redis only: every watch hears every notification of the Postgres store
 	}
 	if app.Options != nil {
 		app.Options(&topts)

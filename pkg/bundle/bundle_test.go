@@ -473,3 +473,36 @@ func TestFromEnvPublicURL(t *testing.T) {
 		}
 	}
 }
+
+// MCPTASKS_READ_CACHE reaches the tasks server (unset: -1, the platform's
+// default, which the bundle alone reads as off); a bad value is refused.
+func TestReadCacheSetting(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env        map[string]string
+		cfg, tasks int
+	}{
+		{map[string]string{}, -1, 0},
+		{map[string]string{"MCPTASKS_READ_CACHE": "0"}, 0, 0},
+		{map[string]string{"MCPTASKS_READ_CACHE": "500"}, 500, 500},
+	} {
+		cfg, err := FromEnv(envOf(c.env))
+		if err != nil || cfg.ReadCache != c.cfg {
+			t.Fatalf("%v: ReadCache %d, %v; want %d", c.env, cfg.ReadCache, err, c.cfg)
+		}
+		b, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), &tasks.App{Name: "t"},
+			WithEmbeddedRedis(func() (EmbeddedRedis, error) { return embedredis.Start(nil) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		if got := b.Tasks.Options().ReadCache; got != c.tasks {
+			t.Errorf("%v: tasks server ReadCache = %d, want %d", c.env, got, c.tasks)
+		}
+	}
+	for _, bad := range []string{"-1", "many"} {
+		if _, err := FromEnv(envOf(map[string]string{"MCPTASKS_READ_CACHE": bad})); err == nil || !strings.Contains(err.Error(), "MCPTASKS_READ_CACHE") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ driver.
 		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 		return cancelled{st, ended}, err
 	})
+	s.wrote(id)
 	st, ended := c.st, c.ended
 	if errors.Is(err, driver.ErrNotFound) {
 		return "", errUnknownTask(id)
@@ -128,6 +129,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})
+	s.wrote(id)
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
@@ -217,6 +219,13 @@ func (s *Server) lookup(ctx context.Context, owner, id, method string) (*driver.
 	if !driver.ValidID(id) {
 		return nil, errUnknownTask(id)
 	}
+	var tok readToken
+	if s.cache != nil && method == methodGet {
+		var t *driver.Task
+		if t, tok = s.cache.get(owner, id); t != nil {
+			return t, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancel()
 	t, err := await(ctx, s.storeDirect, func(ctx context.Context) (*driver.Task, error) { return s.store.Get(ctx, owner, id) })
@@ -228,7 +237,18 @@ func (s *Server) lookup(ctx context.Context, owner, id, method string) (*driver.
 		s.storeFailed(ctx, strings.TrimPrefix(method, "tasks/"))
 		return nil, storeUnavailable()
 	}
+	if s.cache != nil && method == methodGet {
+		s.cache.put(tok, t)
+	}
 	return t, nil
+}
+
+// wrote drops the read cache's copy of task id after a write this
+// process made to it, before the write is answered.
+func (s *Server) wrote(id string) {
+	if s.cache != nil {
+		s.cache.forget(id)
+	}
 }
 
 // CancelAs requests the cancellation of owner's task id, as owner's

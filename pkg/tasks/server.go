@@ -136,6 +136,14 @@ type Options struct {
 	// [driver.NewTask].MaxLive). Under Anonymous every caller shares one principal,
 	// so the limit then applies to the whole server.
 	MaxLiveTasks int
+	// ReadCache is how many tasks a Server keeps its last read of, to
+	// answer a tasks/get without the store while nothing can have changed
+	// the task (asleep until a set time, waiting for input, finished): it
+	// watches each kept task's announcements ([driver.Watcher]), which
+	// drop the read. Zero (the default) keeps none; the bundle sets it
+	// for a Redis store (MCPTASKS_READ_CACHE). A store that is not a
+	// Watcher keeps none.
+	ReadCache int
 	// StoreTimeout bounds the store work of one request (tasks/get,
 	// tasks/update, tasks/cancel, and the create and enqueue of a
 	// task-creating tools/call), so that an unreachable or frozen Redis
@@ -261,6 +269,9 @@ type Server struct {
 	// installed the tasks middleware (see chainOf).
 	chain uintptr
 	tel   telemetry
+	// cache answers tasks/get from the last read (nil: Options.ReadCache
+	// is 0 or the store is no Watcher); see readcache.go.
+	cache *readCache
 }
 
 // New returns a Server whose go-sdk server is built from impl and mcpOpts
@@ -289,6 +300,9 @@ func New(impl *mcp.Implementation, mcpOpts *mcp.ServerOptions, store driver.Stor
 	}
 	s.opts.fill()
 	s.log = s.opts.Logger
+	if w, ok := store.(driver.Watcher); ok && s.opts.ReadCache > 0 {
+		s.cache = newReadCache(w, s.opts.ReadCache, s.now)
+	}
 	s.tel = newTelemetry(s.opts.TracerProvider, s.opts.MeterProvider)
 	s.mcp.AddReceivingMiddleware(s.middleware, s.legacyMiddleware)
 	s.chain, _ = chainOf(s.mcp)

@@ -49,6 +49,18 @@ import (
 // otherwise.
 const DefaultAddr = "127.0.0.1:8080"
 
+// defaultReadCache is the local server's MCPTASKS_READ_CACHE when unset: a
+// long-running process keeps the last reads of up to this many tasks.
+const defaultReadCache = 10000
+
+// localDefaults sets what the local server's defaults differ in from a
+// serverless platform's: a read cache (its process is never frozen).
+func localDefaults(cfg *bundle.Config) {
+	if cfg.ReadCache < 0 {
+		cfg.ReadCache = defaultReadCache
+	}
+}
+
 // Server timeouts of serve. A request must arrive whole within
 // MCPTASKS_READ_TIMEOUT (its headers within readHeaderTimeout at most); an
 // answer may take as long as an inline run (MCPTASKS_MAX_DURATION) plus
@@ -293,6 +305,7 @@ func (p *Program) serve(ctx context.Context, cmd string, args []string) error {
 			cfg.PublicURL = "http://" + reachable(ln.Addr())
 		}
 	}
+	localDefaults(&cfg)
 	b, err := bundle.New(ctx, cfg, log, app, bundle.WithEmbeddedRedis(startEmbedded))
 	if err != nil {
 		return err

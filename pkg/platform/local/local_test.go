@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/pkg/bundle"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 )
 
@@ -225,5 +226,25 @@ func TestBusyServerAnswers503(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":-32603`) {
 		t.Errorf("busy: HTTP %d, Retry-After %q, body %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+}
+
+// The local server keeps a read cache unless MCPTASKS_READ_CACHE says
+// otherwise (the serverless platforms keep none).
+func TestLocalReadCacheDefault(t *testing.T) {
+	for env, want := range map[string]int{"": defaultReadCache, "0": 0, "7": 7} {
+		cfg, err := bundle.FromEnv(func(k string) string {
+			if k == "MCPTASKS_READ_CACHE" {
+				return env
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		localDefaults(&cfg)
+		if cfg.ReadCache != want {
+			t.Errorf("MCPTASKS_READ_CACHE=%q: local ReadCache %d, want %d", env, cfg.ReadCache, want)
+		}
 	}
 }
