@@ -96,10 +96,10 @@ type Config struct {
 	// 0 on Lambda and Vercel, whose processes are frozen between requests
 	// (an announcement waiting in a frozen socket could not drop a read).
 	// Redis stores only.
-	ReadCache int
-	StoreTimeout     time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
-	ReadTimeout      time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
-	MaxRequests      int           // MCPTASKS_MAX_REQUESTS: requests served at once per process (default 256)
+	ReadCache    int
+	StoreTimeout time.Duration // MCPTASKS_STORE_TIMEOUT: bound on one request's store work (default 5s)
+	ReadTimeout  time.Duration // MCPTASKS_READ_TIMEOUT: local server, time for a whole request to arrive (default 30s)
+	MaxRequests  int           // MCPTASKS_MAX_REQUESTS: requests served at once per process (default 256)
 	// MaxStreams and MaxStreamsPerPrincipal are MCPTASKS_MAX_STREAMS and
 	// MCPTASKS_MAX_STREAMS_PER_PRINCIPAL: long-lived requests (task
 	// streams, held 2025-11-25 tasks/result) open at once per process, in
