@@ -199,6 +199,11 @@ func newDeployment(ctx context.Context, name, bin, dir string, principals, strea
 		"MCPTASKS_MAX_STREAMS=" + strconv.Itoa(streams+64),
 		"MCPTASKS_MAX_STREAMS_PER_PRINCIPAL=" + strconv.Itoa(streams/principals+16),
 		"MCPTASKS_LOG_LEVEL=ERROR",
+		// The store's path at every size: a read cache answers repeated
+		// reads of one task from memory, and would measure how often the
+		// random reads repeat (often among 1k tasks, seldom among 1M),
+		// not how the store grows.
+		"MCPTASKS_READ_CACHE=0",
 	}
 	if d.api, err = startProc(bin, d.env, d.apiAddr, "serve", "--no-worker"); err != nil {
 		d.close()
