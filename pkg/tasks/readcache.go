@@ -30,7 +30,9 @@ import (
 // What it costs: one subscription per kept task on the store's shared
 // subscriber connection (Redis: a SUBSCRIBE at the task's second read
 // within readCacheIdle, so that tasks read once cost none; an UNSUBSCRIBE
-// when it is dropped); at most ReadCache entries; an entry
+// when it is dropped); at most ReadCache entries, holding at most
+// readCacheBytes (a task whose answer is larger than readCacheEntryBytes
+// is read each time; its arguments, in no answer, are not kept); an entry
 // unused for readCacheIdle is dropped and a kept read is re-read after
 // readCacheMaxAge (a bound on anything unannounced). The owner is checked
 // against the one the store returned: a caller that is not the owner is
@@ -39,6 +41,11 @@ import (
 const (
 	readCacheIdle   = 10 * time.Second
 	readCacheMaxAge = 30 * time.Second
+	// A task whose answer is larger than readCacheEntryBytes (a long
+	// result, large input requests) is read from the store each time,
+	// and the kept reads hold at most readCacheBytes in all.
+	readCacheEntryBytes = 64 << 10
+	readCacheBytes      = 32 << 20
 )
 
 type readCache struct {
@@ -48,6 +55,8 @@ type readCache struct {
 
 	mu sync.Mutex
 	m  map[string]*cacheEntry
+	// bytes is the size of the kept reads (see taskBytes).
+	bytes int
 	// seen holds the tasks read once lately (wall time of the read): a
 	// task is watched from its second read, so that reading many tasks
 	// once each costs no subscriptions.
@@ -63,6 +72,7 @@ type cacheEntry struct {
 	// made: a read is kept only if none came while it ran.
 	gen  uint64
 	task *driver.Task // the kept read, nil if none
+	size int          // its taskBytes
 	// until is when the kept task may move by itself (engine clock);
 	// readAt and used are wall times (max age, idleness).
 	until  time.Time
@@ -100,7 +110,7 @@ func (c *readCache) get(owner, id string) (*driver.Task, readToken) {
 	}
 	now := time.Now()
 	if e.task != nil && (!c.clock().Before(e.until) || now.Sub(e.readAt) > readCacheMaxAge) {
-		e.task = nil
+		c.clear(e)
 	}
 	if e.task != nil && e.task.Owner == owner {
 		e.used = now
@@ -120,8 +130,15 @@ func (c *readCache) put(tok readToken, t *driver.Task) {
 	e := c.m[t.ID]
 	if e != nil {
 		if tok.e == e && e.gen == tok.gen {
-			now := time.Now()
-			e.task, e.until, e.readAt, e.used = t, until, now, now
+			c.clear(e)
+			if size := taskBytes(t); size <= readCacheEntryBytes && c.bytes+size <= readCacheBytes {
+				// Args are not part of any answer: not kept.
+				kept := *t
+				kept.Args = nil
+				now := time.Now()
+				e.task, e.size, e.until, e.readAt, e.used = &kept, size, until, now, now
+				c.bytes += size
+			}
 		}
 		c.mu.Unlock()
 		return
@@ -167,7 +184,7 @@ func (c *readCache) forget(id string) {
 	c.mu.Lock()
 	if e := c.m[id]; e != nil {
 		e.gen++
-		e.task = nil
+		c.clear(e)
 	}
 	c.mu.Unlock()
 }
@@ -175,10 +192,30 @@ func (c *readCache) forget(id string) {
 // drop removes the entry e of id, ending its subscription. Called with
 // c.mu held.
 func (c *readCache) drop(id string, e *cacheEntry) {
+	c.clear(e)
 	delete(c.m, id)
 	if e.stop != nil {
 		e.stop()
 	}
+}
+
+// clear drops e's kept read. Called with c.mu held.
+func (c *readCache) clear(e *cacheEntry) {
+	c.bytes -= e.size
+	e.task, e.size = nil, 0
+}
+
+// taskBytes is about what a kept read of t holds: its answer's variable
+// parts and a fixed overhead.
+func taskBytes(t *driver.Task) int {
+	n := 256 + len(t.ID) + len(t.Owner) + len(t.Tool) + len(t.StatusMessage) + len(t.Result) + len(t.Awaiting)
+	if t.Error != nil {
+		n += 64 + len(t.Error.Message) + len(t.Error.Data)
+	}
+	for k, v := range t.InputRequests {
+		n += 16 + len(k) + len(v)
+	}
+	return n
 }
 
 // arm starts the eviction timer if it is not running. Called with c.mu

@@ -39,6 +39,14 @@ func readCacheTools(release <-chan struct{}) func(*tasks.Server) {
 				}
 				return text("answered " + ans.Action), nil
 			})
+		tasks.AddTool(s, &mcp.Tool{Name: "big", Description: "answers 100 KB"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				return text(strings.Repeat("x", 100<<10)), nil
+			})
+		tasks.AddTool(s, &mcp.Tool{Name: "small", Description: "answers a word"}, tasks.Optional,
+			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+				return text("done"), nil
+			})
 		tasks.AddTool(s, &mcp.Tool{Name: "busy", Description: "runs until released"}, tasks.Optional,
 			func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
 				if _, err := tasks.Do(st, "work", func(ctx context.Context) (int, error) {
@@ -301,5 +309,29 @@ func TestReadCacheWatchesFromTheSecondRead(t *testing.T) {
 			t.Fatalf("a task read twice: %d channels subscribed, want 1", channels())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A finished task is kept, unless its answer is large: a 100 KB result is
+// read from the store at every poll.
+func TestReadCacheKeepsSmallAnswersOnly(t *testing.T) {
+	h, _ := newCacheHarness(t, "redis-server", 100, nil)
+	h.work(t, 1)
+	small := h.create(t, "small", nil)
+	h.wait(t, small)
+	if tk := cachedWithin(t, h, small); tk.Status != "completed" || textOf(t, tk.Result) != "done" {
+		t.Fatalf("the small task answered %+v", tk)
+	}
+	big := h.create(t, "big", nil)
+	h.wait(t, big)
+	for i := range 20 {
+		n, tk := tripsOfGet(t, h, big)
+		if n == 0 {
+			t.Fatalf("tasks/get %d of a task with a 100 KB result was answered from the cache", i)
+		}
+		if len(textOf(t, tk.Result)) != 100<<10 {
+			t.Fatalf("tasks/get %d: result of %d bytes", i, len(tk.Result))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
