@@ -782,7 +782,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, app *tasks.App, opts
 		PublicURL:          cfg.PublicURL,
 	}
 	if cfg.Store == StorePostgres {
-		topts.ReadCache = 0 // Redis only: every watch hears every notification of the Postgres store
+		// Redis only: PostgreSQL delivers a notification to the other
+		// processes after the writer's commit has returned, so a write
+		// through another process could be answered late from a kept read.
+		topts.ReadCache = 0
 	}
 	if app.Options != nil {
 		app.Options(&topts)

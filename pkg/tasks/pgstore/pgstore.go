@@ -115,6 +115,7 @@ type Store struct {
 	purge    int
 	sql      statements
 	listen   *pglisten.Listener
+	watches  watchHub
 	tracer   trace.Tracer
 	current  *pgschema.Current
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/internal/pgschema"
 	"github.com/mcptasks/mcptasks/internal/testkit/testpg"
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
 	"github.com/mcptasks/mcptasks/pkg/tasks/pgstore"
@@ -141,5 +143,48 @@ func TestWatchEndsWithItsConnection(t *testing.T) {
 	case <-got:
 	case <-ctx.Done():
 		t.Fatal("the new watch heard nothing")
+	}
+}
+
+// BenchmarkWatchDispatch: one notification reaching its task's watch
+// while 10,000 watches of other tasks are open on the same store (a read
+// cache's or a server's task streams): the cost of a notification should
+// not grow with the watches of other tasks.
+func BenchmarkWatchDispatch(b *testing.B) {
+	url := testpg.Start(b)
+	p := testpg.Pool(b, url)
+	schema := testpg.Schema(b, url)
+	s := pgstore.New(p, &pgstore.Options{Schema: schema})
+	b.Cleanup(s.Close)
+	ctx := b.Context()
+	for _, others := range []int{0, 10000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			for range others {
+				if _, err := s.Watch(wctx, []string{driver.NewID()}, func(string) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			id := driver.NewID()
+			got := make(chan struct{}, 1)
+			sub, err := s.Watch(wctx, []string{id}, func(string) { got <- struct{}{} })
+			if err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-sub.Ready:
+			case <-time.After(30 * time.Second):
+				b.Fatal("not ready")
+			}
+			channel := pgschema.TasksChannel(schema)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := p.Exec(ctx, "SELECT pg_notify($1, $2)", channel, id); err != nil {
+					b.Fatal(err)
+				}
+				<-got
+			}
+		})
 	}
 }
