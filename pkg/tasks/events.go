@@ -238,7 +238,7 @@ func (s *Server) Signal(ctx context.Context, taskID, name string, payload any) e
 func (s *Server) deliver(ctx context.Context, es driver.EventStore, id string, d *driver.Delivery, kind string) error {
 	d.Now = s.now()
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) { return es.Deliver(ctx, id, d) })
-	s.wrote(id)
+	s.forgetRead(id)
 	if err != nil {
 		if !errors.Is(err, driver.ErrNotFound) && !errors.Is(err, driver.ErrEventClosed) {
 			s.storeFailed(ctx, "deliver")

@@ -391,6 +391,7 @@ func (s *Server) waitForChange(ctx context.Context, owner string, t *driver.Task
 	}
 	kick := make(chan struct{}, 1)
 	sub, err := w.Watch(ctx, []string{t.ID}, func(string) {
+		s.forgetRead(t.ID) // before anyone reads on this news (see readcache.go)
 		select {
 		case kick <- struct{}{}:
 		default:

@@ -131,6 +131,9 @@ func (s *Server) read(ctx context.Context, owner, id string) (*driver.Task, erro
 
 // announce is the Watch callback: it never blocks.
 func (l *taskListen) announce(id string) {
+	// The read cache first: the stream's client may ask tasks/get as soon
+	// as it hears of the change.
+	l.s.forgetRead(id)
 	l.mu.Lock()
 	l.pending[id] = true
 	l.mu.Unlock()

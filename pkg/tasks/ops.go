@@ -70,7 +70,7 @@ func (s *Server) requestCancel(ctx context.Context, owner, id string) (_ driver.
 		st, ended, err := s.store.Cancel(ctx, owner, id, s.now())
 		return cancelled{st, ended}, err
 	})
-	s.wrote(id)
+	s.forgetRead(id)
 	st, ended := c.st, c.ended
 	if errors.Is(err, driver.ErrNotFound) {
 		return "", errUnknownTask(id)
@@ -129,7 +129,7 @@ func (s *Server) updateTask(ctx context.Context, owner, id string, responses map
 	resumed, err := await(ctx, s.storeDirect, func(ctx context.Context) (bool, error) {
 		return s.store.Update(ctx, owner, id, responses, s.now())
 	})
-	s.wrote(id)
+	s.forgetRead(id)
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, errUnknownTask(id)
 	}
@@ -243,9 +243,10 @@ func (s *Server) lookup(ctx context.Context, owner, id, method string) (*driver.
 	return t, nil
 }
 
-// wrote drops the read cache's copy of task id after a write this
-// process made to it, before the write is answered.
-func (s *Server) wrote(id string) {
+// forgetRead drops the read cache's copy of task id: after a write this
+// process made to it, before the write is answered, and on news of a
+// change, before anyone acts on it.
+func (s *Server) forgetRead(id string) {
 	if s.cache != nil {
 		s.cache.forget(id)
 	}

@@ -25,7 +25,10 @@ import (
 // an announcement takes to reach this process: a write made through
 // another process is seen here once its announcement arrived, which
 // Redis sends before it answers the writer. Writes through this process
-// drop the entry before they answer.
+// drop the entry before they answer, and so does every other watch of the
+// process that hears the announcement (a task stream, a job's status
+// wait) before it acts on it: a client told of a change by a stream never
+// reads the task as it was.
 //
 // What it costs: one subscription per kept task on the store's shared
 // subscriber connection (Redis: a SUBSCRIBE at the task's second read

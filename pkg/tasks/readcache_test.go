@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,4 +335,57 @@ func TestReadCacheKeepsSmallAnswersOnly(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// lateToCache is a store whose announcements reach the first watch made
+// on it (the read cache's, in TestReadCacheDropsOnStreamNews) 3 s late, and
+// every later watch at once.
+type lateToCache struct {
+	*redisstore.Store
+	watches atomic.Int32
+}
+
+func (l *lateToCache) Watch(ctx context.Context, ids []string, fn func(string)) (*driver.Subscription, error) {
+	if l.watches.Add(1) == 1 {
+		inner := fn
+		fn = func(id string) { time.AfterFunc(3*time.Second, func() { inner(id) }) }
+	}
+	return l.Store.Watch(ctx, ids, fn)
+}
+
+// A client told of a change by a task stream never reads the task as it
+// was: the stream's news drops the kept read before the stream sends it,
+// however late the read cache's own announcement.
+func TestReadCacheDropsOnStreamNews(t *testing.T) {
+	h, other := newCacheHarness(t, "redis-server", 0, nil)
+	srv := tasks.New(&mcp.Implementation{Name: "late", Version: "1"}, nil, &lateToCache{Store: h.store}, h.q,
+		&tasks.Options{Anonymous: true, ReadCache: 100})
+	readCacheTools(nil)(srv)
+	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
+	t.Cleanup(ts.Close)
+	h.srv, h.c = srv, mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	h.work(t, 1)
+	nap := h.create(t, "nap", nil)
+	waitDriver(t, h, nap, asleep)
+	cachedWithin(t, h, nap)
+	events, stop := benchListen(t, h.c, nap)
+	defer stop()
+	for ev := range events {
+		if ev == "working" {
+			break
+		}
+	}
+	if _, err := other.CancelTask(t.Context(), "anonymous", nap); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range events {
+		if ev != "cancelled" {
+			continue
+		}
+		if tk := h.c.Get(t, nap); tk.Status != "cancelled" {
+			t.Fatalf("tasks/get right after the stream told of the cancellation: %+v", tk)
+		}
+		return
+	}
+	t.Fatal("the stream ended without telling of the cancellation")
 }
