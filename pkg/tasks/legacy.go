@@ -292,8 +292,8 @@ func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.
 		switch {
 		case errors.Is(err, driver.ErrNotFound):
 			return last, errUnknownTask(id)
-		case err != nil && ctx.Err() != nil:
-			return last, ctx.Err()
+		case err != nil && budgetErr(ctx) != nil:
+			return last, budgetErr(ctx)
 		case err != nil:
 			s.log.Error(method+" failed", "task", id, "err", err)
 			s.storeFailed(ctx, strings.TrimPrefix(method, "tasks/"))
@@ -307,6 +307,21 @@ func (s *Server) watch(ctx context.Context, owner, id, method string, poll time.
 			return last, err
 		}
 	}
+}
+
+// budgetErr is ctx's error, or context.DeadlineExceeded once ctx's
+// deadline has passed but its timer has not fired yet: a store client that
+// checks the deadline itself (rueidis does) may fail a read at the
+// deadline an instant before ctx reports it, and that read failed because
+// the budget ended, not because the store did.
+func budgetErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // holdBudget is how long a request may hold for a task (the legacy
