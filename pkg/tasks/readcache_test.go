@@ -92,6 +92,18 @@ func newCacheHarness(t *testing.T, backend string, readCache int, release <-chan
 	return h, other
 }
 
+// serveOn has h serve, with a read cache, a Server on store (the
+// harness's store behind a wrapper) instead of its own.
+func serveOn(t *testing.T, h *harness, store driver.Store) {
+	t.Helper()
+	srv := tasks.New(&mcp.Implementation{Name: "wrapped", Version: "1"}, nil, store, h.q,
+		&tasks.Options{Anonymous: true, ReadCache: 100})
+	readCacheTools(nil)(srv)
+	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
+	t.Cleanup(ts.Close)
+	h.srv, h.c = srv, mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+}
+
 // tripsOfGet returns the Redis round trips one tasks/get of id made, and
 // the task it answered.
 func tripsOfGet(t *testing.T, h *harness, id string) (int64, mcptest.Task) {
@@ -250,18 +262,13 @@ func (u unheard) Watch(ctx context.Context, ids []string, _ func(string)) (*driv
 // answered, without waiting for the write's announcement.
 func TestReadCacheDropsOwnWrites(t *testing.T) {
 	h, _ := newCacheHarness(t, "redis-server", 0, nil)
-	srv := tasks.New(&mcp.Implementation{Name: "unheard", Version: "1"}, nil, unheard{h.store}, h.q,
-		&tasks.Options{Anonymous: true, ReadCache: 100})
-	readCacheTools(nil)(srv)
-	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
-	t.Cleanup(ts.Close)
-	h.srv, h.c = srv, mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	serveOn(t, h, unheard{h.store})
 	h.work(t, 1)
 	ctx := t.Context()
 	ask := h.create(t, "ask", nil)
 	h.c.WaitFor(t, ask, 10*time.Second, func(tk mcptest.Task) bool { return tk.Status == "input_required" })
 	cachedWithin(t, h, ask)
-	if _, err := srv.UpdateTask(ctx, "anonymous", ask, map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"decline"}`)}); err != nil {
+	if _, err := h.srv.UpdateTask(ctx, "anonymous", ask, map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"decline"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if tk := h.c.Get(t, ask); tk.Status == "input_required" {
@@ -270,7 +277,7 @@ func TestReadCacheDropsOwnWrites(t *testing.T) {
 	nap := h.create(t, "nap", nil)
 	waitDriver(t, h, nap, asleep)
 	cachedWithin(t, h, nap)
-	if _, err := srv.CancelTask(ctx, "anonymous", nap); err != nil {
+	if _, err := h.srv.CancelTask(ctx, "anonymous", nap); err != nil {
 		t.Fatal(err)
 	}
 	if tk := h.c.Get(t, nap); tk.Status != "cancelled" {
@@ -358,12 +365,7 @@ func (l *lateToCache) Watch(ctx context.Context, ids []string, fn func(string)) 
 // however late the read cache's own announcement.
 func TestReadCacheDropsOnStreamNews(t *testing.T) {
 	h, other := newCacheHarness(t, "redis-server", 0, nil)
-	srv := tasks.New(&mcp.Implementation{Name: "late", Version: "1"}, nil, &lateToCache{Store: h.store}, h.q,
-		&tasks.Options{Anonymous: true, ReadCache: 100})
-	readCacheTools(nil)(srv)
-	ts := httptest.NewServer(tasks.NewHandler(srv, nil))
-	t.Cleanup(ts.Close)
-	h.srv, h.c = srv, mcptest.NewClient(strings.TrimPrefix(ts.URL, "http://"), true)
+	serveOn(t, h, &lateToCache{Store: h.store})
 	h.work(t, 1)
 	nap := h.create(t, "nap", nil)
 	waitDriver(t, h, nap, asleep)
