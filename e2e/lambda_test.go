@@ -27,6 +27,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
 // TestLambdaWorkerBootstrap builds the Lambda worker the way SAM does
@@ -101,7 +102,11 @@ func TestLambdaWorkerBootstrap(t *testing.T) {
 		t.Errorf("response %s, want exactly m-poison in batchItemFailures", res.Body)
 	}
 
-	n, err := rc.Do(t.Context(), rc.B().Llen().Key("mcptasks:{"+ct.TaskID+"}:j").Build()).AsInt64()
+	var n int
+	rec, err := redisstore.New(rc, nil).Inspect(t.Context(), ct.TaskID)
+	if err == nil {
+		n = len(rec.Journal)
+	}
 	if err != nil || n != 1 {
 		t.Errorf("journal of the task in Redis: %d entries (%v), want 1: the step ran\nlog:\n%s", n, err, log())
 	}

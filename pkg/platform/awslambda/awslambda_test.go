@@ -28,6 +28,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
 // env is one test's deployment: a real redis-server, a local SQS endpoint,
@@ -162,11 +163,11 @@ func createTask(t *testing.T, e *env, steps int) string {
 
 func journalLen(t *testing.T, e *env, id string) int64 {
 	t.Helper()
-	n, err := e.redis.Do(context.Background(), e.redis.B().Llen().Key("mcptasks:{"+id+"}:j").Build()).AsInt64()
+	rec, err := redisstore.New(e.redis, nil).Inspect(context.Background(), id)
 	if err != nil {
-		t.Fatalf("LLEN: %v", err)
+		t.Fatalf("Inspect: %v", err)
 	}
-	return n
+	return int64(len(rec.Journal))
 }
 
 // sqsMessagesFor returns the messages sent to the queue for task id.

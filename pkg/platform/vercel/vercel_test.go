@@ -29,6 +29,7 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/platform/vercel"
 	"github.com/mcptasks/mcptasks/pkg/queue"
 	"github.com/mcptasks/mcptasks/pkg/tasks"
+	"github.com/mcptasks/mcptasks/pkg/tasks/redisstore"
 )
 
 const (
@@ -133,11 +134,11 @@ func (d *deployment) snapshot(t *testing.T, id string) string {
 
 func (d *deployment) journalLen(t *testing.T, id string) int64 {
 	t.Helper()
-	n, err := d.redis.Do(t.Context(), d.redis.B().Llen().Key("mcptasks:{"+id+"}:j").Build()).AsInt64()
+	rec, err := redisstore.New(d.redis, nil).Inspect(t.Context(), id)
 	if err != nil {
-		t.Fatalf("LLEN: %v", err)
+		t.Fatalf("Inspect: %v", err)
 	}
-	return n
+	return int64(len(rec.Journal))
 }
 
 // publishesFor returns QStash publishes carrying task id.

@@ -66,7 +66,7 @@ local att = tonumber(b[5] or '0') + 1
 redis.call('HSET', KEYS[5], 'g'..i, gen, 'a'..i, att, 'l'..i, now + tonumber(ARGV[3]), 'w'..i, 0)
 if lease > 0 then redis.call('HINCRBY', KEYS[5], 'k'..i, 1) end
 local journal, responses = {}, {}
-if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[2], 0, -1) end
+if f.jn then journal = journalOf(f) elseif f.j ~= '0' then journal = redis.call('LRANGE', KEYS[2], 0, -1) end
 if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[3]) end
 unspill(f, KEYS[6], KEYS[7])
 local rec = {}

@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -158,3 +161,120 @@ func jsonInteger(v string) bool {
 	}
 	return v != "" && v[0] >= '1' && v[0] <= '9' || v == "0"
 }
+
+// The journal in the task hash. A list costs Redis a quicklist and a key of
+// its own (about 400 bytes for a journal of two entries), so a task's
+// journal is kept in its hash (format of 2026-12-03, see "Scale" in
+// BENCHMARKS.md): its entries, each ended by '\n' (compact JSON holds
+// none), make one stream cut into chunks of at most maxInline bytes, the
+// fields J0, J1, ..., with jn their count; the hash stays a listpack. A
+// stream that would pass maxJournalChunks chunks moves for good to the list
+// <prefix>{id}:j (the hash keeps at most 128 fields as a listpack), where
+// tasks written before this format keep theirs: a task has chunks (jn
+// set), or a list (flag j "1" or missing), or no journal (j "0").
+
+// maxJournalChunks bounds the journal's chunks in the task hash (3 KiB).
+const maxJournalChunks = 48
+
+// journalFields appends to fields the chunks of the stream of the entries
+// raw (each compact JSON) and their count jn.
+func journalFields(fields []string, raw []string) []string {
+	var b strings.Builder
+	for _, e := range raw {
+		b.WriteString(e)
+		b.WriteByte('\n')
+	}
+	s, n := b.String(), 0
+	for ; s != ""; n++ {
+		c := min(len(s), maxInline)
+		fields = append(fields, "J"+strconv.Itoa(n), s[:c])
+		s = s[c:]
+	}
+	return append(fields, "jn", strconv.Itoa(n))
+}
+
+// encodeEntry is the compact JSON of e, as the journal holds it.
+func encodeEntry(e *driver.Entry) (string, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", err
+	}
+	if bytes.IndexByte(b, '\n') >= 0 { // never: json.Marshal compacts
+		return "", errors.New("journal entry holds a newline")
+	}
+	return string(b), nil
+}
+
+// journalStream returns the entries of the journal's chunks: the stream
+// the chunks of h (jn set) make, split at its newlines, or nil.
+func journalStream(h map[string]string) ([]string, bool) {
+	jn, ok := h["jn"]
+	if !ok {
+		return nil, false
+	}
+	n, _ := strconv.Atoi(jn)
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(h["J"+strconv.Itoa(i)])
+	}
+	return splitStream(b.String()), true
+}
+
+// splitStream splits a journal stream into its entries.
+func splitStream(s string) []string {
+	out := make([]string, 0, strings.Count(s, "\n"))
+	for s != "" {
+		e, rest, _ := strings.Cut(s, "\n")
+		out = append(out, e)
+		s = rest
+	}
+	return out
+}
+
+// luaJournal defines, for the scripts:
+//
+//   - journalOf(f): the journal stream of the task whose fields the table
+//     f holds (jn set);
+//   - journalAppend(set, t, j, flag, jn, s, exp): appends the entries s
+//     (each ended by '\n') to the journal of the task hash t whose fields
+//     j and jn are flag and jn: to its chunks, whose fields it appends to
+//     the table set for the caller's HSET, when it has some or no journal
+//     yet; else, and when the chunks would pass maxJournalChunks (then
+//     moving them), to the list j, which expires at exp.
+var luaJournal = `
+local JMAX = ` + strconv.Itoa(maxJournalChunks) + `
+local function journalOf(f)
+  local parts = {}
+  for i = 0, tonumber(f.jn) - 1 do parts[#parts+1] = f['J' .. i] or '' end
+  return table.concat(parts)
+end
+local function journalAppend(set, t, j, flag, jn, s, exp)
+  if not jn and flag ~= '0' then
+    local items = {}
+    for e in string.gmatch(s, '([^\n]*)\n') do items[#items+1] = e end
+    if redis.call('RPUSH', j, unpack(items)) == #items then redis.call('PEXPIREAT', j, exp) end
+    return
+  end
+  local n = tonumber(jn or '0')
+  if n > 0 then
+    -- The last chunk is filled up first.
+    n = n - 1
+    s = (redis.call('HGET', t, 'J' .. n) or '') .. s
+  end
+  if n + math.ceil(#s / MAXINLINE) > JMAX then
+    local names = {}
+    for k = 0, n - 1 do names[#names+1] = 'J' .. k end
+    if n > 0 then s = table.concat(redis.call('HMGET', t, unpack(names))) .. s end
+    names[#names+1] = 'J' .. n
+    names[#names+1] = 'jn'
+    redis.call('HDEL', t, unpack(names))
+    journalAppend(set, t, j, '1', nil, s, exp)
+    return
+  end
+  for p = 1, #s, MAXINLINE do
+    set[#set+1] = 'J' .. n; set[#set+1] = string.sub(s, p, p + MAXINLINE - 1)
+    n = n + 1
+  end
+  set[#set+1] = 'jn'; set[#set+1] = n
+end
+`

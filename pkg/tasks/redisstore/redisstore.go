@@ -4,10 +4,10 @@
 // of them sit in one Cluster slot and every transition is one atomic
 // server-side script over them:
 //
-//	<prefix>{<id>}    hash: the task record, every value at most 64 bytes
+//	<prefix>{<id>}    hash: the task record and its step journal, every value at most 64 bytes
 //	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON)
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
-//	<prefix>{<id>}:j  list: the step journal, one JSON entry per step
+//	<prefix>{<id>}:j  list: a step journal past 3 KiB, one JSON entry per step (journal.go)
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
 //	<prefix>{<id>}:x  string: the result of a completed task, the error of a failed one
 //	<prefix>{<id>}:e  hash: the task's events and the waits for them (events.go)
@@ -18,7 +18,9 @@
 // input_required shows both hashes as its InputRequests. The record
 // keeps Redis's compact listpack encoding by holding no value longer than
 // 64 bytes: longer owners, tools and arguments are cut into chunks, and
-// the other long values live in :a, :m and :x (spill.go).
+// the other long values live in :a, :m and :x (spill.go); the journal's
+// entries are one stream cut into chunks (journal.go) until it passes
+// 3 KiB, when it moves to :j.
 //
 // Only ids of the form driver.NewID issues (driver.ValidID) become keys: the
 // store answers driver.ErrNotFound for any other id without a round trip,
@@ -584,15 +586,18 @@ func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, e
 	if nt.TraceParent != "" {
 		fields = append(fields, "tp", nt.TraceParent)
 	}
-	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Journal)), strconv.Itoa(len(nt.Responses)), string(spill)}
-	args = append(args, fields...)
-	for _, e := range nt.Journal {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+	if len(nt.Journal) > 0 {
+		raw := make([]string, len(nt.Journal))
+		for i := range nt.Journal {
+			var err error
+			if raw[i], err = encodeEntry(&nt.Journal[i]); err != nil {
+				return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+			}
 		}
-		args = append(args, string(b))
+		fields = journalFields(fields, raw)
 	}
+	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Responses)), string(spill)}
+	args = append(args, fields...)
 	for k, v := range nt.Responses {
 		args = append(args, k, string(v))
 	}
@@ -979,6 +984,16 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 	return cl, nil
 }
 
+// claimedJournal returns the entries of a claim's journal: a stream (the
+// task's chunks joined, see journal.go) or a list's entries.
+func claimedJournal(m *rueidis.RedisMessage) ([]string, error) {
+	if m.IsString() {
+		s, err := m.ToString()
+		return splitStream(s), err
+	}
+	return m.AsStrSlice()
+}
+
 // decodeClaim decodes the reply of a claim C (of a task, or of a branch:
 // see branchClaimLua) taken at now for lease.
 func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease time.Duration) (*driver.Claim, error) {
@@ -1008,7 +1023,7 @@ func decodeClaim(id string, arr []rueidis.RedisMessage, now time.Time, lease tim
 	task.Awaiting = ""
 	task.LeaseUntil = now.Truncate(time.Millisecond).Add(lease.Truncate(time.Millisecond)).UTC()
 	task.Status = driver.StatusWorking
-	raw, err := arr[5].AsStrSlice()
+	raw, err := claimedJournal(&arr[5])
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -1193,12 +1208,12 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 		boolArg(ch.ParkAny), strconv.Itoa(len(ch.Park)), strconv.Itoa(len(ch.Append)),
 		strconv.Itoa(len(offers)/2), strconv.Itoa(len(withdrawn)), strconv.Itoa(len(watch)), hbNow, hbReceipt,
 		awaited, strconv.Itoa(len(ch.Open)), fork)
-	for _, e := range ch.Append {
-		b, err := json.Marshal(e)
+	for i := range ch.Append {
+		e, err := encodeEntry(&ch.Append[i])
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
 		}
-		args = append(args, string(b))
+		args = append(args, e)
 	}
 	for k, v := range ch.Park {
 		args = append(args, k, string(v))
@@ -1393,9 +1408,11 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := res[3].AsStrSlice()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: inspect %s journal: %w", id, err)
+	raw, chunked := journalStream(h)
+	if !chunked {
+		if raw, err = res[3].AsStrSlice(); err != nil {
+			return nil, fmt.Errorf("redisstore: inspect %s journal: %w", id, err)
+		}
 	}
 	rec := &Record{Task: task, Journal: make([]driver.Entry, len(raw)),
 		Responses: rawMap(resp), Waiting: rawMap(pending), Offers: rawMap(offers),

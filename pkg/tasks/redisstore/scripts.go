@@ -152,9 +152,10 @@ func newScript(src string, retryable bool) script {
 // the chunks <name>#0, <name>#1, ... (the owner also held as '#' and its
 // SHA-1), or beyond 1 KiB kept in :a (flag sp); a longer msg is in :m
 // (flag ml), a failed task's error in :x. Tasks written before hold these
-// values whole in the hash (result in :x).
+// values whole in the hash (result in :x). The journal is in the chunks
+// J0, J1, ... (jn of them) while it is short, else in the list j: journal.go.
 
-var luaTerminal = luaSpill + `
+var luaTerminal = luaSpill + luaJournal + `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
 local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
 -- idOf(key) is the task id a key's hash tag holds.
@@ -187,25 +188,23 @@ local function delivered(e, now)
 end
 `
 
-// createLua: KEYS t j r a [all]; ARGV exp, now, nJournal, nResp, spill,
-// fieldPairs..., journal..., respPairs... The spill string (empty: none)
-// goes to a (see spill.go). The new task is dispatched now, and indexed in
-// the index of all tasks (KEYS[5], when the store indexes inline).
+// createLua: KEYS t j r a [all]; ARGV exp, now, nResp, spill,
+// fieldPairs..., respPairs... (the fields hold the journal gathered before
+// the task existed: journal.go; nothing goes to j, named for the position
+// of all). The spill string (empty: none) goes to a (see spill.go). The
+// new task is dispatched now, and indexed in the index of all tasks
+// (KEYS[5], when the store indexes inline).
 const createLua = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local exp = ARGV[1]
-local nj = tonumber(ARGV[3])
-local nr = tonumber(ARGV[4])
-local nf = #ARGV - 5 - nj - 2*nr
+local nr = tonumber(ARGV[3])
+local nf = #ARGV - 4 - 2*nr
 local fields = {}
-for i = 6, 5 + nf do fields[#fields+1] = ARGV[i] end
+for i = 5, 4 + nf do fields[#fields+1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('PEXPIREAT', KEYS[1], exp)
-if ARGV[5] ~= '' then redis.call('SET', KEYS[4], ARGV[5], 'PXAT', exp) end
-local base = 5 + nf
-for i = 1, nj do redis.call('RPUSH', KEYS[2], ARGV[base+i]) end
-if nj > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
-base = base + nj
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PXAT', exp) end
+local base = 4 + nf
 for i = 1, nr do redis.call('HSET', KEYS[3], ARGV[base+2*i-1], ARGV[base+2*i]) end
 if nr > 0 then redis.call('PEXPIREAT', KEYS[3], exp) end
 dispatch(ARGV[2])
@@ -234,14 +233,15 @@ return 1
 // for a task in input_required, {task hash, outstanding input hash,
 // outstanding offers hash}; false when the task is missing or owned by
 // someone else (the owner is compared here: nothing of a foreign task
-// leaves Redis). The task hash carries its spilled values as _a and _m
-// (see spill.go). Read-only, so retryable.
+// leaves Redis). The task hash comes without its journal's chunks (J<n>),
+// and carries its spilled values as _a and _m (see spill.go). Read-only,
+// so retryable.
 var getScript = newScript(luaSpill+`
 local h = redis.call('HGETALL', KEYS[1])
 local f, chunks = {}, nil
 for i = 1, #h, 2 do
   local k = h[i]
-  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' then
+  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' or k == 'jn' then
     f[k] = h[i+1]
   elseif string.sub(k, 1, 6) == 'owner#' then
     chunks = chunks or {}
@@ -253,6 +253,14 @@ end
 local mine
 if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(f.owner, ARGV[1]) end
 if not f.owner or (ARGV[1] ~= '' and not mine) then return false end
+-- The journal stays in Redis: nothing of tasks/get shows it.
+if f.jn then
+  local kept = {}
+  for i = 1, #h, 2 do
+    if string.byte(h[i], 1) ~= 74 then kept[#kept+1] = h[i]; kept[#kept+1] = h[i+1] end
+  end
+  h = kept
+end
 withSpills(h, f, KEYS[5], KEYS[6])
 local st = f.status
 if st == 'completed' or st == 'failed' then return {h, redis.call('GET', KEYS[4])} end
@@ -440,7 +448,7 @@ if f.aw then redis.call('HDEL', KEYS[1], 'aw') end
 -- The journal, responses and events unless the task is known to have
 -- none.
 local journal, responses, events = {}, {}, {}
-if f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
+if f.jn then journal = journalOf(f) elseif f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
 if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
 if f.ev == '1' then events = delivered(KEYS[6], now) end
 -- The record as read (the fields the worker reads): the caller sets the
@@ -490,7 +498,7 @@ return ends
 // blocking keys until wake if offers are outstanding, and released until
 // wake otherwise.
 var commitLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim', 'ml')
+local h = redis.call('HMGET', KEYS[1], 'gen', 'status', 'exp', 'att', 'cancel', 'of', 'lim', 'ml', 'j', 'jn')
 if not h[2] then return {-2, 0, '', 0} end
 if ARGV[1] == '0' or h[1] ~= ARGV[1] or terminal(h[2]) then return {-1, 0, h[2] or '', 0} end
 local now, op, exp, wake = ARGV[2], ARGV[3], h[3], ARGV[8]
@@ -498,9 +506,14 @@ local att = tonumber(h[4] or '0')
 local np, n, nof, nw, nwatch = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
 local awaited, nopen, fork = ARGV[17], tonumber(ARGV[18]), ARGV[19]
 local i = 19
--- One RPUSH of the new entries; the journal gets its expiry when this
--- push created it (a journal that exists has it already).
-if n > 0 and redis.call('RPUSH', KEYS[3], unpack(ARGV, i+1, i+n)) == n then redis.call('PEXPIREAT', KEYS[3], exp) end
+-- Every field this commit sets, written by one HSET at the end ('j' and
+-- 'of' record that the task has a journal and has made offers, 'ev' that
+-- it has events), the journal's new chunks among them.
+local set = {'updated', now}
+if n > 0 then
+  journalAppend(set, KEYS[1], KEYS[3], h[9], h[10], table.concat({unpack(ARGV, i+1, i+n)}, '\n') .. '\n', exp)
+  set[#set+1] = 'j'; set[#set+1] = '1'
+end
 i = i + n
 local park = i
 i = i + 2*np
@@ -517,11 +530,6 @@ for k = 1, nopen do
   if not (cur and string.sub(cur, 1, 2) == 'ds' and string.sub(v, 1, 2) == 'os') then redis.call('HSET', KEYS[7], name, v) end
 end
 if nopen > 0 then redis.call('PEXPIREAT', KEYS[7], exp) end
--- Every field this commit sets, written by one HSET at the end ('j' and
--- 'of' record that the task has a journal and has made offers, 'ev' that
--- it has events).
-local set = {'updated', now}
-if n > 0 then set[#set+1] = 'j'; set[#set+1] = '1' end
 if nof > 0 then set[#set+1] = 'of'; set[#set+1] = '1' end
 if nopen > 0 or fork ~= '' then set[#set+1] = 'ev'; set[#set+1] = '1' end
 if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
