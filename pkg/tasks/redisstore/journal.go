@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,6 +233,65 @@ func splitStream(s string) []string {
 	return out
 }
 
+// Input requests by reference. The input step that parks a task journals
+// its requests (an entry of kind input whose value maps each key to its
+// request) in the commit that parks it, and the requests hash :p held them
+// a second time, each too long for a listpack: about 500 bytes per task
+// waiting for input. A parked request that this commit's appended entries
+// hold byte for byte is kept in :p as "" (journal.go, format of
+// 2026-12-03); readers take it from the journal's last input entry that
+// holds its key. Requests of a park from anywhere else (a re-park for the
+// keys left, a store's caller that journals nothing) are kept whole.
+
+// parkValue is what :p keeps of the request v of the input key k parked by
+// a commit that appends the entries appended (as the journal holds them):
+// "" when one of them (of kind input) holds v byte for byte, else v.
+func parkValue(appended []string, k string, v json.RawMessage) string {
+	for i := len(appended) - 1; i >= 0; i-- {
+		e, err := decodeEntry(appended[i])
+		if err != nil || e.Kind != driver.KindInput || !slices.Contains(e.Keys, k) {
+			continue
+		}
+		var reqs map[string]json.RawMessage
+		if json.Unmarshal(e.Value, &reqs) == nil && bytes.Equal(reqs[k], v) {
+			return ""
+		}
+	}
+	return string(v)
+}
+
+// fillRequests sets the requests of pending kept by reference (value "")
+// from the journal entries raw, the last input entry that holds each key;
+// it fails only on an entry it cannot decode.
+func fillRequests(pending map[string]string, raw []string) error {
+	missing := 0
+	for _, v := range pending {
+		if v == "" {
+			missing++
+		}
+	}
+	for i := len(raw) - 1; i >= 0 && missing > 0; i-- {
+		e, err := decodeEntry(raw[i])
+		if err != nil {
+			return fmt.Errorf("journal entry %d: %w", i, err)
+		}
+		if e.Kind != driver.KindInput {
+			continue
+		}
+		var reqs map[string]json.RawMessage
+		if err := json.Unmarshal(e.Value, &reqs); err != nil {
+			return fmt.Errorf("journal entry %d: %w", i, err)
+		}
+		for k, v := range pending {
+			if r, ok := reqs[k]; ok && v == "" {
+				pending[k] = string(r)
+				missing--
+			}
+		}
+	}
+	return nil // a "" found nowhere was parked as "" itself
+}
+
 // luaJournal defines, for the scripts:
 //
 //   - journalOf(f): the journal stream of the task whose fields the table
@@ -240,7 +301,10 @@ func splitStream(s string) []string {
 //     j and jn are flag and jn: to its chunks, whose fields it appends to
 //     the table set for the caller's HSET, when it has some or no journal
 //     yet; else, and when the chunks would pass maxJournalChunks (then
-//     moving them), to the list j, which expires at exp.
+//     moving them), to the list j, which expires at exp;
+//   - parked(t, j, p): the requests hash p of the task hash t and, when
+//     one of them is kept by reference (""), the task's journal (the stream
+//     of its chunks, or its list j), else false.
 var luaJournal = `
 local JMAX = ` + strconv.Itoa(maxJournalChunks) + `
 local function journalOf(f)
@@ -276,5 +340,18 @@ local function journalAppend(set, t, j, flag, jn, s, exp)
     n = n + 1
   end
   set[#set+1] = 'jn'; set[#set+1] = n
+end
+local function parked(t, j, p)
+  local req = redis.call('HGETALL', p)
+  for i = 2, #req, 2 do
+    if req[i] == '' then
+      local jn = redis.call('HGET', t, 'jn')
+      if not jn then return req, redis.call('LRANGE', j, 0, -1) end
+      local names = {}
+      for k = 0, tonumber(jn) - 1 do names[#names+1] = 'J' .. k end
+      return req, table.concat(redis.call('HMGET', t, unpack(names)))
+    end
+  end
+  return req, false
 end
 `

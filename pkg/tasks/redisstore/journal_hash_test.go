@@ -151,3 +151,115 @@ func TestJournalInTheHash(t *testing.T) {
 		})
 	}
 }
+
+// TestInputRequestsByReference parks tasks the way the engine does (the
+// input entry journaled in the parking commit) and otherwise: a request
+// the parking commit journals byte for byte is kept in :p as "", and
+// tasks/get, Outstanding and Inspect show it whole (after one answer, the
+// other key's), also once the journal has moved to its list; a request
+// that differs from its entry (whitespace), or has none, is kept whole.
+// On redis-server the requests hash stays a listpack.
+func TestInputRequestsByReference(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			s := New(c, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			reqA := json.RawMessage(`{"method":"elicitation/create","params":{"message":"Delete a.pdf?","requestedSchema":{"type":"object","properties":{"confirm":{"type":"boolean"}}}}}`)
+			reqB := json.RawMessage(`{"method":"elicitation/create","params":{"message":"Really?"}}`)
+			both := map[string]json.RawMessage{"a": reqA, "b": reqB}
+			raw, _ := json.Marshal(both)
+			park := func(journal []driver.Entry, reqs map[string]json.RawMessage) string {
+				t.Helper()
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				cl, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Append: journal, Park: reqs}); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			stored := func(id string) map[string]string {
+				t.Helper()
+				_, p, _, _ := s.keys(id)
+				h, err := c.Do(ctx, c.B().Hgetall().Key(p).Build()).AsStrMap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			shows := func(stage, id string, want map[string]json.RawMessage) {
+				t.Helper()
+				tk, err := s.Get(ctx, "alice", id)
+				if err != nil {
+					t.Fatalf("%s: Get: %v", stage, err)
+				}
+				out, err := s.Outstanding(ctx, "alice", id, now)
+				if err != nil {
+					t.Fatalf("%s: Outstanding: %v", stage, err)
+				}
+				rec, err := s.Inspect(ctx, id)
+				if err != nil {
+					t.Fatalf("%s: Inspect: %v", stage, err)
+				}
+				for name, got := range map[string]map[string]json.RawMessage{"Get": tk.InputRequests, "Outstanding": out, "Inspect": rec.Waiting} {
+					if len(got) != len(want) {
+						t.Errorf("%s: %s shows %d requests, want %d", stage, name, len(got), len(want))
+					}
+					for k, v := range want {
+						if string(got[k]) != string(v) {
+							t.Errorf("%s: %s request %q = %s, want %s", stage, name, k, got[k], v)
+						}
+					}
+				}
+			}
+			entry := driver.Entry{Name: "confirm", Kind: driver.KindInput, Keys: []string{"a", "b"}, Value: raw}
+
+			id := park([]driver.Entry{{Name: "s", Kind: driver.KindDo, Value: json.RawMessage(`1`)}, entry}, both)
+			if h := stored(id); len(h) != 2 || h["a"] != "" || h["b"] != "" {
+				t.Errorf("requests hash = %v, want both by reference", h)
+			}
+			if b.name == "redis-server" {
+				_, p, _, _ := s.keys(id)
+				if enc, _ := c.Do(ctx, c.B().ObjectEncoding().Key(p).Build()).ToString(); enc != "listpack" {
+					t.Errorf("requests hash encoding %q, want listpack", enc)
+				}
+			}
+			shows("parked", id, both)
+			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`{"action":"accept"}`)}, now); err != nil {
+				t.Fatal(err)
+			}
+			shows("one answered", id, map[string]json.RawMessage{"b": reqB})
+
+			// The journal in its list.
+			big := driver.Entry{Name: "big", Kind: driver.KindDo, Value: json.RawMessage(`"` + strings.Repeat("x", maxJournalChunks*maxInline) + `"`)}
+			listed := park([]driver.Entry{big, entry}, both)
+			_, _, j, _ := s.keys(listed)
+			if n, _ := c.Do(ctx, c.B().Llen().Key(j).Build()).AsInt64(); n != 2 {
+				t.Fatalf("journal list of %d entries, want 2", n)
+			}
+			shows("journal in its list", listed, both)
+
+			// Kept whole: a request that is not its entry's bytes, and a
+			// park without an entry.
+			spaced := map[string]json.RawMessage{"a": json.RawMessage(`{ "method": "elicitation/create" }`), "b": reqB}
+			id = park([]driver.Entry{entry}, spaced)
+			if h := stored(id); h["a"] != string(spaced["a"]) || h["b"] != "" {
+				t.Errorf("requests hash = %v, want a whole and b by reference", h)
+			}
+			shows("one whole", id, spaced)
+			id = park(nil, both)
+			if h := stored(id); h["a"] != string(reqA) || h["b"] != string(reqB) {
+				t.Errorf("requests hash without a journal entry = %v, want both whole", h)
+			}
+			shows("no entry", id, both)
+		})
+	}
+}

@@ -340,8 +340,8 @@ func (s *Store) msgKey(id string) string   { return s.prefix + "{" + id + "}:m" 
 
 // readKeys are the keys getScript reads for a task.
 func (s *Store) readKeys(id string) []string {
-	t, p, _, _ := s.keys(id)
-	return []string{t, p, s.offersKey(id), s.resultKey(id), s.spillKey(id), s.msgKey(id)}
+	t, p, j, _ := s.keys(id)
+	return []string{t, p, s.offersKey(id), s.resultKey(id), s.spillKey(id), s.msgKey(id), j}
 }
 
 // offersKey is the hash of a task's outstanding offers.
@@ -718,7 +718,7 @@ func (s *Store) read(ctx context.Context, id, owner string) (*driver.Task, error
 
 // decodeRead decodes the reply of getScript.
 func decodeRead(id string, arr []rueidis.RedisMessage) (*driver.Task, error) {
-	if len(arr) == 0 || len(arr) > 3 {
+	if len(arr) == 0 || len(arr) > 4 {
 		return nil, fmt.Errorf("redisstore: get %s: unexpected reply", id)
 	}
 	h, err := arr[0].AsStrMap()
@@ -731,9 +731,14 @@ func decodeRead(id string, arr []rueidis.RedisMessage) (*driver.Task, error) {
 			outcome(h, res)
 		}
 	}
-	if len(arr) == 3 { // input_required: its outstanding input too
+	if len(arr) >= 3 { // input_required: its outstanding input too
 		if pending, err = arr[1].AsStrMap(); err != nil {
 			return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+		}
+		if len(arr) == 4 {
+			if err := requestsOf(pending, &arr[3]); err != nil {
+				return nil, fmt.Errorf("redisstore: get %s input: %w", id, err)
+			}
 		}
 		if offers, err = arr[2].AsStrMap(); err != nil {
 			return nil, fmt.Errorf("redisstore: get %s offers: %w", id, err)
@@ -817,24 +822,29 @@ func (s *Store) Outstanding(ctx context.Context, owner, id string, now time.Time
 	if owner == "" || !driver.ValidID(id) {
 		return nil, driver.ErrNotFound
 	}
-	t, p, _, _ := s.keys(id)
-	arr, err := outstandingScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id)}, []string{owner, ms(now)}).ToArray()
+	t, p, j, _ := s.keys(id)
+	arr, err := outstandingScript.lua.Exec(ctx, s.c, []string{t, p, s.offersKey(id), j}, []string{owner, ms(now)}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return nil, driver.ErrNotFound
 	}
-	if err == nil && len(arr) != 2 {
+	if err == nil && len(arr) < 2 {
 		err = errors.New("unexpected reply")
+	}
+	var maps [2]map[string]string
+	for i := range maps {
+		if err == nil {
+			maps[i], err = arr[i].AsStrMap()
+		}
+	}
+	if err == nil && len(arr) > 2 {
+		err = requestsOf(maps[0], &arr[2])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: outstanding %s: %w", id, err)
 	}
 	out := map[string]json.RawMessage{}
-	for _, m := range arr {
-		kv, err := m.AsStrMap()
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: outstanding %s: %w", id, err)
-		}
-		for k, v := range kv {
+	for _, m := range maps {
+		for k, v := range m {
 			out[k] = json.RawMessage(v)
 		}
 	}
@@ -982,6 +992,19 @@ func (s *Store) Claim(ctx context.Context, id string, now time.Time, lease time.
 		return nil, fmt.Errorf("redisstore: claim %s: %w", id, err)
 	}
 	return cl, nil
+}
+
+// requestsOf fills the requests of pending kept by reference from the
+// journal m that parked returned (nil when none is).
+func requestsOf(pending map[string]string, m *rueidis.RedisMessage) error {
+	if m.IsNil() || m.IsBool() || m.IsInt64() {
+		return nil // false: every request kept whole
+	}
+	raw, err := claimedJournal(m)
+	if err != nil {
+		return err
+	}
+	return fillRequests(pending, raw)
 }
 
 // claimedJournal returns the entries of a claim's journal: a stream (the
@@ -1215,8 +1238,9 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 		}
 		args = append(args, e)
 	}
+	appended := args[len(args)-len(ch.Append):]
 	for k, v := range ch.Park {
-		args = append(args, k, string(v))
+		args = append(args, k, parkValue(appended, k, v))
 	}
 	args = append(args, offers...)
 	args = append(args, withdrawn...)
@@ -1404,15 +1428,19 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	if v, err := res[8].ToString(); err == nil && h["ml"] == "1" {
 		h["_m"] = v
 	}
-	task, err := decodeTask(id, h, pending, offers)
-	if err != nil {
-		return nil, err
-	}
 	raw, chunked := journalStream(h)
 	if !chunked {
+		var err error
 		if raw, err = res[3].AsStrSlice(); err != nil {
 			return nil, fmt.Errorf("redisstore: inspect %s journal: %w", id, err)
 		}
+	}
+	if err := fillRequests(pending, raw); err != nil {
+		return nil, fmt.Errorf("redisstore: inspect %s: %w", id, err)
+	}
+	task, err := decodeTask(id, h, pending, offers)
+	if err != nil {
+		return nil, err
 	}
 	rec := &Record{Task: task, Journal: make([]driver.Entry, len(raw)),
 		Responses: rawMap(resp), Waiting: rawMap(pending), Offers: rawMap(offers),

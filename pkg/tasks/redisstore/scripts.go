@@ -228,15 +228,15 @@ redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1
 `, true)
 
-// getScript: KEYS t p o x a m; ARGV owner (empty: no check). Returns {task
-// hash}, {task hash, result or error} for a completed or failed task or,
-// for a task in input_required, {task hash, outstanding input hash,
-// outstanding offers hash}; false when the task is missing or owned by
+// getScript: KEYS t p o x a m j; ARGV owner (empty: no check). Returns
+// {task hash}, {task hash, result or error} for a completed or failed task
+// or, for a task in input_required, {task hash, outstanding input hash,
+// outstanding offers hash, journal or false} (see parked); false when the task is missing or owned by
 // someone else (the owner is compared here: nothing of a foreign task
 // leaves Redis). The task hash comes without its journal's chunks (J<n>),
 // and carries its spilled values as _a and _m (see spill.go). Read-only,
 // so retryable.
-var getScript = newScript(luaSpill+`
+var getScript = newScript(luaSpill+luaJournal+`
 local h = redis.call('HGETALL', KEYS[1])
 local f, chunks = {}, nil
 for i = 1, #h, 2 do
@@ -265,11 +265,13 @@ withSpills(h, f, KEYS[5], KEYS[6])
 local st = f.status
 if st == 'completed' or st == 'failed' then return {h, redis.call('GET', KEYS[4])} end
 if st ~= 'input_required' then return {h} end
-return {h, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+local req, journal = parked(KEYS[1], KEYS[7], KEYS[2])
+return {h, req, redis.call('HGETALL', KEYS[3]), journal}
 `, true)
 
-// outstandingScript: KEYS t p o; ARGV owner now. Returns false when the
-// task is missing or foreign, else {waited-for input hash, offers hash}:
+// outstandingScript: KEYS t p o j; ARGV owner now. Returns false when the
+// task is missing or foreign, else {waited-for input hash, offers hash,
+// journal or false} (see parked):
 // the requests Update would take an answer for (the first empty unless the
 // task is parked before its deadline, as updateScript decides it; both
 // empty for a terminal task). Read-only, so retryable.
@@ -278,10 +280,10 @@ local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease')
 if not owns(h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {{}, {}} end
 local wake = tonumber(h[3] or '0')
-local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
-local p = {}
-if parked then p = redis.call('HGETALL', KEYS[2]) end
-return {p, redis.call('HGETALL', KEYS[3])}
+local waiting = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
+local p, journal = {}, false
+if waiting then p, journal = parked(KEYS[1], KEYS[4], KEYS[2]) end
+return {p, redis.call('HGETALL', KEYS[3]), journal}
 `, true)
 
 // rescheduleScript: KEYS due; ARGV id fromMs toMs(” removes) ttlMs. A
