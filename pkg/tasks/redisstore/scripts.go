@@ -251,7 +251,7 @@ end
 -- A long owner is compared whole from its chunks (no digest to compute);
 -- one in the spill key, through its digest.
 local mine
-if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(f.owner, ARGV[1]) end
+if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(KEYS[1], f.owner, ARGV[1]) end
 if not f.owner or (ARGV[1] ~= '' and not mine) then return false end
 -- The journal stays in Redis: nothing of tasks/get shows it.
 if f.jn then
@@ -277,7 +277,7 @@ return {h, req, redis.call('HGETALL', KEYS[3]), journal}
 // empty for a terminal task). Read-only, so retryable.
 var outstandingScript = newScript(luaTerminal+`
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease')
-if not owns(h[1], ARGV[1]) then return false end
+if not owns(KEYS[1], h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {{}, {}} end
 local wake = tonumber(h[3] or '0')
 local waiting = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
@@ -312,7 +312,7 @@ return 1
 // resumed, 3 (try) would resume.
 var updateLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
-if not owns(h[1], ARGV[1]) then return -1 end
+if not owns(KEYS[1], h[1], ARGV[1]) then return -1 end
 if terminal(h[2]) then return 0 end
 local wake = tonumber(h[5] or '0')
 -- A parked task holds no lease; one that does was claimed after its
@@ -367,7 +367,7 @@ return 1
 // 1 if this call ended the task else 0}, or false when not found.
 var cancelLua = luaTerminal + `
 local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim', 'ml')
-if not owns(h[1], ARGV[1]) then return false end
+if not owns(KEYS[1], h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {h[2], 0} end
 redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
 if tonumber(h[3] or '0') > tonumber(ARGV[2]) then

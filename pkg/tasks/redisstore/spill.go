@@ -21,9 +21,12 @@ import (
 //     "<name>#1", ...; one longer than maxChunks chunks is kept instead in
 //     the spill key <prefix>{id}:a, a string written once by the creation
 //     ("name:len:value" for each, see appendSpill), the hash's field sp
-//     "1". Either way an owner longer than maxInline is also held in the
-//     field owner as "#" and its SHA-1 in hex: the scripts compare a
-//     caller's principal with it through owns(), reading no chunk.
+//     "1". An owner starting with "#" is cut into chunks however short.
+//     An owner in chunks is also marked in the field owner as "#" and
+//     its length (format of 2026-12-03; before, "#" and its SHA-1 in hex,
+//     40 bytes more), a spilled one as "#" and its SHA-1: the scripts
+//     compare a caller's principal with it through owns(), which reads the
+//     chunks only for a principal of that length.
 //   - msg: a status message longer than maxInline is kept in the string
 //     <prefix>{id}:m, the hash's field ml "1"; a shorter one replaces it.
 //   - error: a failed task's error object is kept in the result string
@@ -46,14 +49,15 @@ const maxChunks = 16
 var spillable = []string{"owner", "tool", "args"}
 
 // inlineFields returns the task hash fields that hold name's value v
-// (itself, or its chunks and for the owner its digest), and appends v to
+// (itself, or its chunks and for the owner its mark), and appends v to
 // the spill string sp instead when it is longer than maxChunks chunks.
 func inlineFields(fields []string, sp []byte, name, v string) ([]string, []byte) {
-	if name == "owner" && len(v) > maxInline {
+	marked := name == "owner" && (len(v) > maxInline || strings.HasPrefix(v, "#"))
+	if marked {
 		fields = append(fields, name, ownerField(v))
 	}
 	switch {
-	case len(v) <= maxInline:
+	case len(v) <= maxInline && !marked:
 		return append(fields, name, v), sp
 	case len(v) > maxChunks*maxInline:
 		return fields, appendSpill(sp, name, v)
@@ -86,12 +90,13 @@ func joinChunks(h map[string]string) {
 	}
 }
 
-// ownerField is what the task hash holds of owner: owner itself, or "#"
-// and its SHA-1 in hex for one longer than maxInline (then in the spill
-// key).
+// ownerField is the mark the field owner holds of an owner longer than
+// maxInline or starting with "#" (so that an owner held whole never looks
+// like a mark): "#" and its length (in chunks), or "#" and its SHA-1 in hex
+// (spilled: longer than maxChunks chunks).
 func ownerField(owner string) string {
-	if len(owner) <= maxInline {
-		return owner
+	if len(owner) <= maxChunks*maxInline {
+		return "#" + strconv.Itoa(len(owner))
 	}
 	sum := sha1.Sum([]byte(owner))
 	return "#" + hex.EncodeToString(sum[:])
@@ -126,8 +131,10 @@ func unspill(a string, h map[string]string) {
 // luaSpill defines, for the scripts:
 //
 //   - MAXINLINE: maxInline;
-//   - owns(o, p): whether the task hash's owner field o is principal p's
-//     (false for an empty p or a missing o);
+//   - owns(t, o, p): whether the owner field o of the task hash t is
+//     principal p's (false for an empty p or a missing o): o itself, or
+//     its mark (see ownerField), by p's length and chunks or by its
+//     digest;
 //   - unspill(f, a, m): sets in the table f (a task's fields) the values
 //     kept out of its hash whole: joins their chunks, reads its spill key a
 //     and message key m;
@@ -136,10 +143,25 @@ func unspill(a string, h map[string]string) {
 //     the pseudo-fields _a and _m, for decodeTask.
 var luaSpill = `
 local MAXINLINE = ` + strconv.Itoa(maxInline) + `
-local function owns(o, p)
+local function owns(t, o, p)
   if not o or p == '' then return false end
-  if o == p then return true end
-  return #p > MAXINLINE and string.byte(o, 1) == 35 and o == '#' .. redis.sha1hex(p)
+  if string.byte(o, 1) ~= 35 then return o == p end
+  if o == p then
+    -- A mark's own text owns nothing: only an owner starting with '#' of
+    -- a task written before such owners were cut into chunks (none, and
+    -- nothing spilled) is held whole.
+    local m = redis.call('HMGET', t, 'owner#0', 'sp')
+    return not m[1] and m[2] ~= '1'
+  end
+  if #o == 41 then return o == '#' .. redis.sha1hex(p) end
+  if o ~= '#' .. #p then return false end
+  local names = {}
+  for i = 0, math.ceil(#p / MAXINLINE) - 1 do names[#names+1] = 'owner#' .. i end
+  local parts = redis.call('HMGET', t, unpack(names))
+  for i = 1, #parts do
+    if not parts[i] or parts[i] ~= string.sub(p, (i-1)*MAXINLINE + 1, i*MAXINLINE) then return false end
+  end
+  return true
 end
 local function unspill(f, a, m)
   for _, name in ipairs({'owner', 'tool', 'args'}) do

@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -437,4 +439,80 @@ func BenchmarkGetLongValues(b *testing.B) {
 	}
 	b.ReportMetric(float64(d[0].Nanoseconds())/float64(b.N), "ns/chunked")
 	b.ReportMetric(float64(d[1].Nanoseconds())/float64(b.N), "ns/previous")
+}
+
+// TestOwnerMarks checks the owner check of every script that makes it
+// (Get, Outstanding, Update, Cancel) on the three marks of a long owner:
+// its length beside its chunks (this format), its SHA-1 beside its chunks
+// (the format before) and its SHA-1 for an owner in the spill key, and a
+// short owner starting with "#" (cut into chunks, or held whole by a
+// format before). The owner is recognised; a principal one byte off, one
+// byte shorter or longer, or of the mark's own text is not (the format
+// before took a principal equal to a digest mark for its owner).
+func TestOwnerMarks(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			s := New(c, &Options{Prefix: uniquePrefix()})
+			ctx := t.Context()
+			now := time.Now().UTC()
+			spilled := strings.Repeat("s", maxChunks*maxInline+1)
+			sum := sha1.Sum([]byte(longOwner))
+			for _, tc := range []struct {
+				name, owner, mark string
+				whole             bool // the owner held whole (a format before)
+			}{
+				{"length", longOwner, "#" + strconv.Itoa(len(longOwner)), false},
+				{"digest beside chunks", longOwner, "#" + hex.EncodeToString(sum[:]), false},
+				{"spilled", spilled, "", false},
+				{"short, starting with #", "#abc", "", false},
+				{"short, starting with #, held whole", "#abc", "#abc", true},
+			} {
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: tc.owner, Tool: "t", Args: json.RawMessage(`{}`),
+					TTL: time.Hour, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				tk, _, _, _ := s.keys(id)
+				if tc.mark != "" {
+					if err := c.Do(ctx, c.B().Hset().Key(tk).FieldValue().FieldValue("owner", tc.mark).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.whole {
+					if err := c.Do(ctx, c.B().Hdel().Key(tk).Field("owner#0").Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mark, _ := c.Do(ctx, c.B().Hget().Key(tk).Field("owner").Build()).ToString()
+				others := []string{tc.owner[:len(tc.owner)-1] + "x", tc.owner[:len(tc.owner)-1], tc.owner + "x"}
+				if !tc.whole {
+					others = append(others, mark)
+				}
+				for _, p := range others {
+					if _, err := s.Get(ctx, p, id); !errors.Is(err, driver.ErrNotFound) {
+						t.Errorf("%s: Get by %q = %v, want ErrNotFound", tc.name, p, err)
+					}
+					if _, err := s.Outstanding(ctx, p, id, now); !errors.Is(err, driver.ErrNotFound) {
+						t.Errorf("%s: Outstanding by %q = %v, want ErrNotFound", tc.name, p, err)
+					}
+					if _, err := s.Update(ctx, p, id, map[string]json.RawMessage{"k": json.RawMessage(`1`)}, now); !errors.Is(err, driver.ErrNotFound) {
+						t.Errorf("%s: Update by %q = %v, want ErrNotFound", tc.name, p, err)
+					}
+					if _, _, err := s.Cancel(ctx, p, id, now); !errors.Is(err, driver.ErrNotFound) {
+						t.Errorf("%s: Cancel by %q = %v, want ErrNotFound", tc.name, p, err)
+					}
+				}
+				if got, err := s.Get(ctx, tc.owner, id); err != nil || got.Owner != tc.owner {
+					t.Errorf("%s: Get by the owner = %+v, %v", tc.name, got, err)
+				}
+				if _, err := s.Outstanding(ctx, tc.owner, id, now); err != nil {
+					t.Errorf("%s: Outstanding by the owner: %v", tc.name, err)
+				}
+				if st, ended, err := s.Cancel(ctx, tc.owner, id, now); err != nil || !ended || st != driver.StatusCancelled {
+					t.Errorf("%s: Cancel by the owner = %s, %v, %v", tc.name, st, ended, err)
+				}
+			}
+		})
+	}
 }
