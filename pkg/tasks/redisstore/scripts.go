@@ -149,8 +149,8 @@ func newScript(src string, retryable bool) script {
 // transition: cancelat (first tasks/cancel of a live task) and
 // answered:<key> (when the input key was answered). No value is longer
 // than 64 bytes (see spill.go): a longer owner, tool or args is cut into
-// the chunks <name>#0, <name>#1, ... (the owner also held as '#' and its
-// SHA-1), or beyond 1 KiB kept in :a (flag sp); a longer msg is in :m
+// the chunks <name>#0, <name>#1, ... (the owner also marked in the field
+// owner: ownerField), or beyond 1 KiB kept in :a (flag sp); a longer msg is in :m
 // (flag ml), a failed task's error in :x. Tasks written before hold these
 // values whole in the hash (result in :x). The journal is in the chunks
 // J0, J1, ... (jn of them) while it is short, else in the list j: journal.go.
@@ -231,9 +231,9 @@ return 1
 // getScript: KEYS t p o x a m j; ARGV owner (empty: no check). Returns
 // {task hash}, {task hash, result or error} for a completed or failed task
 // or, for a task in input_required, {task hash, outstanding input hash,
-// outstanding offers hash, journal or false} (see parked); false when the task is missing or owned by
-// someone else (the owner is compared here: nothing of a foreign task
-// leaves Redis). The task hash comes without its journal's chunks (J<n>),
+// outstanding offers hash, journal or false} (see parked); false when the
+// task is missing or owned by someone else (the owner is compared here:
+// nothing of a foreign task leaves Redis). The task hash comes without its journal's chunks (J<n>),
 // and carries its spilled values as _a and _m (see spill.go). Read-only,
 // so retryable.
 var getScript = newScript(luaSpill+luaJournal+`
@@ -248,8 +248,8 @@ for i = 1, #h, 2 do
     chunks[tonumber(string.sub(k, 7)) + 1] = h[i+1]
   end
 end
--- A long owner is compared whole from its chunks (no digest to compute);
--- one in the spill key, through its digest.
+-- An owner in chunks is compared whole from them; one in the spill key,
+-- through its digest.
 local mine
 if chunks then mine = table.concat(chunks) == ARGV[1] else mine = owns(KEYS[1], f.owner, ARGV[1]) end
 if not f.owner or (ARGV[1] ~= '' and not mine) then return false end
