@@ -192,7 +192,7 @@ func seedVercelGo(t *testing.T, work, cache string) {
 	if arch == "" {
 		t.Skipf("Vercel's Go builder does not run on %s", runtime.GOARCH)
 	}
-	goroot := strings.TrimSpace(runIn(t, "", "env", "GOTOOLCHAIN=go"+version, "go", "env", "GOROOT"))
+	goroot := stdoutOf(t, "env", "GOTOOLCHAIN=go"+version, "go", "env", "GOROOT")
 	dst := filepath.Join(cache, "com.vercel.cli", "golang", version+"_linux_"+arch)
 	link := func(old, new string) {
 		if err := os.MkdirAll(filepath.Dir(new), 0o755); err != nil {
@@ -334,7 +334,23 @@ func treeFiles(t *testing.T, dir string, skip ...string) []string {
 
 func goEnv(t *testing.T, key string) string {
 	t.Helper()
-	return strings.TrimSpace(runIn(t, "", "go", "env", key))
+	return stdoutOf(t, "go", "env", key)
+}
+
+// stdoutOf runs a command and returns what it wrote to stdout, trimmed:
+// the go command reports on stderr what it does first (on a machine
+// without the toolchain GOTOOLCHAIN names, "go: downloading go1.26.0"),
+// which must not become part of the value.
+func stdoutOf(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func writeFile(t *testing.T, path, content string) {
