@@ -15,19 +15,77 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/internal/jsonscan"
 )
 
-// decodeEntry decodes one journal entry exactly as json.Unmarshal does
-// (FuzzDecodeEntry compares them). Every claim decodes the task's whole
-// journal, so a task of n steps decodes O(n²) entries over its life: the
-// entries the store writes itself (compact JSON of driver.Entry: known
-// members once each, strings without escapes, integers) are split by
-// slicing, checking the syntax on the way, and anything else goes to
-// json.Unmarshal.
+// decodeEntry decodes one journal entry exactly as slowEntry (json.Unmarshal,
+// with the journal's times) does: FuzzDecodeEntry compares them. Every
+// claim decodes the task's whole journal, so a task of n steps decodes
+// O(n²) entries over its life: the entries the store writes itself
+// (compact JSON: known members once each, strings without escapes,
+// integers) are split by slicing, checking the syntax on the way, and
+// anything else goes to slowEntry.
 func decodeEntry(raw string) (driver.Entry, error) {
 	var e driver.Entry
 	if !fastEntry(raw, &e) {
-		e = driver.Entry{}
-		err := json.Unmarshal([]byte(raw), &e)
-		return e, err
+		return slowEntry(raw)
+	}
+	return e, nil
+}
+
+// The journal's times. An entry's times (u, t) are kept as Unix
+// milliseconds (format of 2026-12-03: 13 digits instead of 32 bytes of RFC
+// 3339 text with nanoseconds, so that a sleeping task's hash stays in a
+// smaller allocation); entries written before hold the text, which every
+// reader still takes.
+
+// storedEntry is driver.Entry as the journal holds it: its times as
+// numbers (the outer members u and t hide the embedded ones).
+type storedEntry struct {
+	entryFields
+	Until json.RawMessage `json:"u,omitempty"`
+	At    json.RawMessage `json:"t,omitempty"`
+}
+
+// entryFields is driver.Entry without its methods.
+type entryFields driver.Entry
+
+// msJSON is t as the journal holds it: Unix milliseconds, nil for zero.
+func msJSON(t time.Time) json.RawMessage {
+	if t.IsZero() {
+		return nil
+	}
+	return strconv.AppendInt(nil, t.UnixMilli(), 10)
+}
+
+// entryTime decodes a journal time: Unix milliseconds, or RFC 3339 text
+// (entries written before the milliseconds), or null (zero).
+func entryTime(v json.RawMessage) (time.Time, error) {
+	var t time.Time
+	switch {
+	case len(v) == 0 || string(v) == "null":
+		return t, nil
+	case v[0] == '"':
+		err := t.UnmarshalJSON(v)
+		return t, err
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || !jsonInteger(string(v)) {
+		return t, fmt.Errorf("journal time %s is neither Unix milliseconds nor RFC 3339 text", v)
+	}
+	return time.UnixMilli(n).UTC(), nil
+}
+
+// slowEntry decodes any entry json.Unmarshal takes, with its times as
+// either form.
+func slowEntry(raw string) (driver.Entry, error) {
+	var w storedEntry
+	if err := json.Unmarshal([]byte(raw), &w); err != nil {
+		return driver.Entry{}, err
+	}
+	e := driver.Entry(w.entryFields)
+	var err, err2 error
+	e.Until, err = entryTime(w.Until)
+	e.At, err2 = entryTime(w.At)
+	if err = errors.Join(err, err2); err != nil {
+		return driver.Entry{}, err
 	}
 	return e, nil
 }
@@ -80,16 +138,21 @@ func fastEntry(raw string, e *driver.Entry) bool {
 			}
 			e.Value = json.RawMessage(v)
 		case "u", "t":
-			if v[0] != '"' {
-				return false
-			}
 			t := &e.At
 			if key == "u" {
 				t = &e.Until
 			}
-			if t.UnmarshalJSON([]byte(v)) != nil {
+			if v[0] == '"' {
+				if t.UnmarshalJSON([]byte(v)) != nil {
+					return false
+				}
+				break
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || !jsonInteger(v) {
 				return false
 			}
+			*t = time.UnixMilli(n).UTC()
 		case "a", "d":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || !jsonInteger(v) {
@@ -197,7 +260,7 @@ func journalFields(fields []string, raw []string) []string {
 
 // encodeEntry is the compact JSON of e, as the journal holds it.
 func encodeEntry(e *driver.Entry) (string, error) {
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(storedEntry{entryFields: entryFields(*e), Until: msJSON(e.Until), At: msJSON(e.At)})
 	if err != nil {
 		return "", err
 	}

@@ -1446,7 +1446,7 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 		Responses: rawMap(resp), Waiting: rawMap(pending), Offers: rawMap(offers),
 		AnsweredAt: map[string]time.Time{}}
 	for i, e := range raw {
-		if err := json.Unmarshal([]byte(e), &rec.Journal[i]); err != nil {
+		if rec.Journal[i], err = decodeEntry(e); err != nil {
 			return nil, fmt.Errorf("redisstore: inspect %s: journal entry %d: %w", id, i, err)
 		}
 	}
