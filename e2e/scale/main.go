@@ -48,6 +48,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/redis/rueidis"
 	"log"
 	"log/slog"
 	"maps"
@@ -355,9 +356,14 @@ func (d *deployment) checkFidelity(ctx context.Context) error {
 		reals[k] = t.TaskID
 		// Parked once the worker released it after its first claim.
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			h, _ := d.redis.c.Do(ctx, d.redis.c.B().Hmget().Key(d.prefix+"{"+t.TaskID+"}").Field("gen", "lease").Build()).AsStrSlice()
-			if len(h) == 2 && h[0] == "1" && h[1] == "0" {
-				break
+			// (No lease: "0", or from the format of 2026-12-03 no field.)
+			h, _ := d.redis.c.Do(ctx, d.redis.c.B().Hmget().Key(d.prefix+"{"+t.TaskID+"}").Field("gen", "lease").Build()).ToArray()
+			if len(h) == 2 {
+				gen, _ := h[0].ToString()
+				lease, err := h[1].ToString()
+				if gen == "1" && (lease == "0" || rueidis.IsRedisNil(err)) {
+					break
+				}
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("fidelity: %s task %s did not park", s.tool, t.TaskID)

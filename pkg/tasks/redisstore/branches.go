@@ -67,7 +67,7 @@ redis.call('HSET', KEYS[5], 'g'..i, gen, 'a'..i, att, 'l'..i, now + tonumber(ARG
 if lease > 0 then redis.call('HINCRBY', KEYS[5], 'k'..i, 1) end
 local journal, responses = {}, {}
 if f.jn then journal = journalOf(f) elseif f.j ~= '0' then journal = redis.call('LRANGE', KEYS[2], 0, -1) end
-if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[3]) end
+if flag(f.r, f.jn) then responses = redis.call('HGETALL', KEYS[3]) end
 unspill(f, KEYS[6], KEYS[7])
 local rec = {}
 for k, name in ipairs(CLAIMFIELDS) do rec[k] = f[name] or '' end

@@ -323,6 +323,18 @@ func parkValue(appended []string, k string, v json.RawMessage) string {
 	return string(v)
 }
 
+// pkKeys returns the input keys of the task hash's field pk (see
+// luaJournal's pkKeys).
+func pkKeys(v string) []string {
+	var keys []string
+	for v != "" {
+		k, rest, _ := strings.Cut(v, "\n")
+		keys = append(keys, k)
+		v = rest
+	}
+	return keys
+}
+
 // fillRequests sets the requests of pending kept by reference (value "")
 // from the journal entries raw, the last input entry that holds each key;
 // it fails only on an entry it cannot decode.
@@ -365,9 +377,14 @@ func fillRequests(pending map[string]string, raw []string) error {
 //     the table set for the caller's HSET, when it has some or no journal
 //     yet; else, and when the chunks would pass maxJournalChunks (then
 //     moving them), to the list j, which expires at exp;
-//   - parked(t, j, p): the requests hash p of the task hash t and, when
-//     one of them is kept by reference (""), the task's journal (the stream
-//     of its chunks, or its list j), else false.
+//   - pkKeys(v): the input keys the task hash's field pk (value v, or
+//     nil) holds: a park whose requests are all kept by reference keeps
+//     their keys there, each ended by '\n', instead of in :p (format of
+//     2026-12-03), when they fit in maxInline bytes;
+//   - parked(t, j, p, pk): the requests of the task hash t, from its
+//     requests hash p and its field pk (value pk), and, when one of them is
+//     kept by reference (""), the task's journal (the stream of its
+//     chunks, or its list j), else false.
 var luaJournal = `
 local JMAX = ` + strconv.Itoa(maxJournalChunks) + `
 local function journalOf(f)
@@ -395,6 +412,9 @@ local function journalAppend(set, t, j, flag, jn, s, exp)
     names[#names+1] = 'J' .. n
     names[#names+1] = 'jn'
     redis.call('HDEL', t, unpack(names))
+    -- In the list from here: a task written before jn's format may say
+    -- j "0".
+    set[#set+1] = 'j'; set[#set+1] = '1'
     journalAppend(set, t, j, '1', nil, s, exp)
     return
   end
@@ -404,8 +424,14 @@ local function journalAppend(set, t, j, flag, jn, s, exp)
   end
   set[#set+1] = 'jn'; set[#set+1] = n
 end
-local function parked(t, j, p)
+local function pkKeys(v)
+  local out = {}
+  if v then for k in string.gmatch(v, '([^\n]*)\n') do out[#out+1] = k end end
+  return out
+end
+local function parked(t, j, p, pk)
   local req = redis.call('HGETALL', p)
+  for _, k in ipairs(pkKeys(pk)) do req[#req+1] = k; req[#req+1] = '' end
   for i = 2, #req, 2 do
     if req[i] == '' then
       local jn = redis.call('HGET', t, 'jn')

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/pkg/tasks/driver"
+	"github.com/redis/rueidis"
 )
 
 // TestJournalInTheHash walks a task's journal through commits of entries
@@ -133,6 +134,7 @@ func TestJournalInTheHash(t *testing.T) {
 				TTL: time.Hour, Now: now}); err != nil {
 				t.Fatal(err)
 			}
+			toEarlierFormat(t, c, s, prev)
 			ptk, _, pj, _ := s.keys(prev)
 			old, _ := json.Marshal(entry(0, 10))
 			for _, cmd := range [][]string{{"RPUSH", pj, string(old)}, {"HSET", ptk, "j", "1"}} {
@@ -154,11 +156,14 @@ func TestJournalInTheHash(t *testing.T) {
 
 // TestInputRequestsByReference parks tasks the way the engine does (the
 // input entry journaled in the parking commit) and otherwise: a request
-// the parking commit journals byte for byte is kept in :p as "", and
+// the parking commit journals byte for byte is kept by reference, and
 // tasks/get, Outstanding and Inspect show it whole (after one answer, the
 // other key's), also once the journal has moved to its list; a request
-// that differs from its entry (whitespace), or has none, is kept whole.
-// On redis-server the requests hash stays a listpack.
+// that differs from its entry (whitespace), or has none, is kept whole in
+// :p. A park whose requests are all by reference keeps their keys in the
+// task hash's field pk (no :p), which answers, the claim past the deadline
+// and a cancellation take down; keys that do not fit there are kept in :p
+// as "", a listpack on redis-server.
 func TestInputRequestsByReference(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -186,14 +191,35 @@ func TestInputRequestsByReference(t *testing.T) {
 				}
 				return id
 			}
+			// stored returns the requests as kept: the hash p's, and the
+			// keys of the task hash's field pk (as "").
 			stored := func(id string) map[string]string {
 				t.Helper()
-				_, p, _, _ := s.keys(id)
+				tk, p, _, _ := s.keys(id)
 				h, err := c.Do(ctx, c.B().Hgetall().Key(p).Build()).AsStrMap()
 				if err != nil {
 					t.Fatal(err)
 				}
+				pk, err := c.Do(ctx, c.B().Hget().Key(tk).Field("pk").Build()).ToString()
+				if err != nil && !rueidis.IsRedisNil(err) {
+					t.Fatal(err)
+				}
+				for _, k := range pkKeys(pk) {
+					if _, dup := h[k]; dup {
+						t.Errorf("key %q both in pk and in the requests hash", k)
+					}
+					h[k] = ""
+				}
 				return h
+			}
+			// inHash reports whether the task's requests are all in its
+			// field pk (no key p).
+			inHash := func(id string) bool {
+				t.Helper()
+				tk, p, _, _ := s.keys(id)
+				n, _ := c.Do(ctx, c.B().Exists().Key(p).Build()).AsInt64()
+				pk, _ := c.Do(ctx, c.B().Hexists().Key(tk).Field("pk").Build()).AsBool()
+				return n == 0 && pk
 			}
 			shows := func(stage, id string, want map[string]json.RawMessage) {
 				t.Helper()
@@ -223,20 +249,87 @@ func TestInputRequestsByReference(t *testing.T) {
 			entry := driver.Entry{Name: "confirm", Kind: driver.KindInput, Keys: []string{"a", "b"}, Value: raw}
 
 			id := park([]driver.Entry{{Name: "s", Kind: driver.KindDo, Value: json.RawMessage(`1`)}, entry}, both)
-			if h := stored(id); len(h) != 2 || h["a"] != "" || h["b"] != "" {
-				t.Errorf("requests hash = %v, want both by reference", h)
-			}
-			if b.name == "redis-server" {
-				_, p, _, _ := s.keys(id)
-				if enc, _ := c.Do(ctx, c.B().ObjectEncoding().Key(p).Build()).ToString(); enc != "listpack" {
-					t.Errorf("requests hash encoding %q, want listpack", enc)
-				}
+			if h := stored(id); len(h) != 2 || h["a"] != "" || h["b"] != "" || !inHash(id) {
+				t.Errorf("requests = %v (in the field pk: %v), want both by reference in pk", h, inHash(id))
 			}
 			shows("parked", id, both)
+			if resumed, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`{"action":"accept"}`)}, now); err != nil || resumed {
+				t.Fatal(resumed, err)
+			}
+			shows("one answered", id, map[string]json.RawMessage{"b": reqB})
+			if h := stored(id); len(h) != 1 || !inHash(id) {
+				t.Errorf("after one answer: requests %v, want b in pk", h)
+			}
+			// An answer to a key not waited for changes nothing; the last
+			// one resumes the task, and no key is left.
 			if _, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"a": json.RawMessage(`{"action":"accept"}`)}, now); err != nil {
 				t.Fatal(err)
 			}
-			shows("one answered", id, map[string]json.RawMessage{"b": reqB})
+			shows("a answered again", id, map[string]json.RawMessage{"b": reqB})
+			if resumed, err := s.Update(ctx, "alice", id, map[string]json.RawMessage{"b": json.RawMessage(`{"action":"decline"}`)}, now); err != nil || !resumed {
+				t.Fatalf("the last answer: resumed %v, %v", resumed, err)
+			}
+			if h := stored(id); len(h) != 0 {
+				t.Errorf("after the last answer: requests %v", h)
+			}
+			if cl, err := s.Claim(ctx, id, now, time.Minute); err != nil || len(cl.Responses) != 2 {
+				t.Fatalf("claim after the answers: %+v, %v", cl, err)
+			}
+
+			// Leaving input_required otherwise drops pk: a claim past the
+			// deadline, a cancellation.
+			for _, leave := range []string{"deadline", "cancel"} {
+				id := driver.NewID()
+				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
+					t.Fatal(err)
+				}
+				cl, err := s.Claim(ctx, id, now, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Append: []driver.Entry{entry}, Park: both, WakeAt: now.Add(time.Minute)}); err != nil {
+					t.Fatal(err)
+				}
+				if !inHash(id) {
+					t.Fatalf("%s: requests not in pk", leave)
+				}
+				if leave == "deadline" {
+					if _, err := s.Claim(ctx, id, now.Add(2*time.Minute), time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				} else if _, _, err := s.Cancel(ctx, "alice", id, now); err != nil {
+					t.Fatal(err)
+				}
+				if h := stored(id); len(h) != 0 {
+					t.Errorf("%s: requests left %v", leave, h)
+				}
+				if out, err := s.Outstanding(ctx, "alice", id, now.Add(2*time.Minute)); err != nil || len(out) != 0 {
+					t.Errorf("%s: Outstanding = %v, %v", leave, out, err)
+				}
+			}
+
+			// Keys that do not fit in pk (longer than 64 bytes together, or
+			// holding a newline) are kept in the hash p, by reference; on
+			// redis-server it stays a listpack.
+			long := strings.Repeat("k", 40)
+			for _, keys := range [][]string{{long + "1", long + "2"}, {"a\nb"}} {
+				reqs := map[string]json.RawMessage{}
+				for _, k := range keys {
+					reqs[k] = reqB
+				}
+				v, _ := json.Marshal(reqs)
+				id := park([]driver.Entry{{Name: "q", Kind: driver.KindInput, Keys: keys, Value: v}}, reqs)
+				if h := stored(id); len(h) != len(keys) || inHash(id) {
+					t.Errorf("keys %q: requests %v, in pk %v; want by reference in p", keys, h, inHash(id))
+				}
+				if b.name == "redis-server" {
+					_, p, _, _ := s.keys(id)
+					if enc, _ := c.Do(ctx, c.B().ObjectEncoding().Key(p).Build()).ToString(); enc != "listpack" {
+						t.Errorf("requests hash encoding %q, want listpack", enc)
+					}
+				}
+				shows("keys "+strings.Join(keys, ","), id, reqs)
+			}
 
 			// The journal in its list.
 			big := driver.Entry{Name: "big", Kind: driver.KindDo, Value: json.RawMessage(`"` + strings.Repeat("x", maxJournalChunks*maxInline) + `"`)}

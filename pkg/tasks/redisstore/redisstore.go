@@ -576,26 +576,37 @@ func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, e
 	if spill != nil {
 		fields = append(fields, "sp", "1")
 	}
+	// The fields whose value would be the default (gen, lease, wake, att,
+	// cancel, of, lim, r "0"; ttl, which is exp - created) are left out
+	// (format of 2026-12-03): readers take a missing one as its default, and
+	// jn, always present from this format on (its chunks, or "0" for no
+	// journal), tells this format from tasks written before, whose missing r
+	// means that the task may have responses (see decodeTask and the
+	// scripts).
 	fields = append(fields,
 		"status", string(driver.StatusWorking), "created", ms(now), "updated", ms(now),
-		"exp", ms(exp), "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10),
-		"poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
-		"gen", "0", "lease", "0", "wake", "0", "att", "0", "cancel", "0",
-		"j", boolArg(len(nt.Journal) > 0), "r", boolArg(len(nt.Responses) > 0), "of", "0", "lim", boolArg(nt.MaxLive > 0),
+		"exp", ms(exp), "poll", strconv.FormatInt(nt.PollInterval.Milliseconds(), 10),
 	)
+	if nt.TTL.Milliseconds() != exp.UnixMilli()-now.UnixMilli() {
+		fields = append(fields, "ttl", strconv.FormatInt(nt.TTL.Milliseconds(), 10))
+	}
+	if len(nt.Responses) > 0 {
+		fields = append(fields, "r", "1")
+	}
+	if nt.MaxLive > 0 {
+		fields = append(fields, "lim", "1")
+	}
 	if nt.TraceParent != "" {
 		fields = append(fields, "tp", nt.TraceParent)
 	}
-	if len(nt.Journal) > 0 {
-		raw := make([]string, len(nt.Journal))
-		for i := range nt.Journal {
-			var err error
-			if raw[i], err = encodeEntry(&nt.Journal[i]); err != nil {
-				return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
-			}
+	raw := make([]string, len(nt.Journal))
+	for i := range nt.Journal {
+		var err error
+		if raw[i], err = encodeEntry(&nt.Journal[i]); err != nil {
+			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
 		}
-		fields = journalFields(fields, raw)
 	}
+	fields = journalFields(fields, raw)
 	args := []string{ms(exp), ms(now), strconv.Itoa(len(nt.Responses)), string(spill)}
 	args = append(args, fields...)
 	for k, v := range nt.Responses {
@@ -784,6 +795,10 @@ func decodeTask(id string, h, pending, offers map[string]string) (*driver.Task, 
 	msDur := func(k string) time.Duration {
 		n, _ := strconv.ParseInt(h[k], 10, 64)
 		return time.Duration(n) * time.Millisecond
+	}
+	if h["ttl"] == "" && h["exp"] != "" {
+		// Left out as exp - created (format of 2026-12-03).
+		h["ttl"] = strconv.FormatInt(msTime("exp").Sub(msTime("created")).Milliseconds(), 10)
 	}
 	t := &driver.Task{
 		ID: id, Owner: h["owner"], Tool: h["tool"], Args: json.RawMessage(h["args"]),
@@ -1418,6 +1433,9 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Record, error) {
 	h, pending, offers, resp := maps[0], maps[1], maps[2], maps[3]
 	if len(h) == 0 {
 		return nil, driver.ErrNotFound
+	}
+	for _, k := range pkKeys(h["pk"]) {
+		pending[k] = ""
 	}
 	if v, err := res[5].ToString(); err == nil { // a completed task's result, a failed one's error
 		outcome(h, v)

@@ -833,6 +833,7 @@ func TestTaskWithoutFlags(t *testing.T) {
 					Journal: []driver.Entry{entry}, Responses: map[string]json.RawMessage{"k": json.RawMessage(`{"action":"accept"}`)}, MaxLive: 5}); err != nil {
 					t.Fatal(err)
 				}
+				toEarlierFormat(t, c, s, id)
 				tkey, _, _, _ := s.keys(id)
 				if err := c.Do(ctx, c.B().Hdel().Key(tkey).Field("j", "r", "of", "lim").Build()).Error(); err != nil {
 					t.Fatal(err)

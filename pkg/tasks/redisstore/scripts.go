@@ -142,9 +142,12 @@ func newScript(src string, retryable bool) script {
 // Task hash fields: owner tool args status msg created updated exp ttl poll
 // result error any cancel lease gen wake att, and flags, "0" or "1": j (the
 // journal has entries), r (responses were received), of (offers were put
-// up), lim (created under a live-task limit). A missing flag (a task
-// written before they existed) counts as "1": the scripts then do what
-// they did without it. tp is the creating request's traceparent (when
+// up), lim (created under a live-task limit). From the format of
+// 2026-12-03 on (the field jn present, see journal.go), a field at its
+// default is left out: "0" for the numbers and flags, exp - created for
+// ttl. In a task written before (no jn), a missing flag (written before
+// the flags existed) counts as "1": the scripts then do what they did
+// without it (flag()). tp is the creating request's traceparent (when
 // traced). History for operators (Store.Inspect), never read by a
 // transition: cancelat (first tasks/cancel of a live task) and
 // answered:<key> (when the input key was answered). No value is longer
@@ -158,13 +161,16 @@ func newScript(src string, retryable bool) script {
 var luaTerminal = luaSpill + luaJournal + `
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
 local function changed() redis.call('PUBLISH', KEYS[1] .. ':ev', '') end
+-- flag(v, jn) is a flag's truth (see the task hash's fields) given its
+-- value v and the field jn's.
+local function flag(v, jn) return v == '1' or (not v and not jn) end
 -- idOf(key) is the task id a key's hash tag holds.
 local function idOf(key) return string.match(key, '{([^{}]*)}$') end
 -- ended(key, m) drops the fields a task that just ended no longer needs
 -- (and its status message, and its long one in the key m, when it has
 -- one: nil otherwise): a finished task keeps only what tasks/get shows.
 local function ended(key, m)
-  redis.call('HDEL', key, 'msg', 'ml', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk')
+  redis.call('HDEL', key, 'msg', 'ml', 'lease', 'gen', 'wake', 'att', 'cancel', 'any', 'j', 'r', 'of', 'lim', 'aw', 'fk', 'pk')
   if m then redis.call('DEL', m) end
 end
 -- delivered(e) returns the events delivered to a task (name, payload
@@ -241,7 +247,7 @@ local h = redis.call('HGETALL', KEYS[1])
 local f, chunks = {}, nil
 for i = 1, #h, 2 do
   local k = h[i]
-  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' or k == 'jn' then
+  if k == 'owner' or k == 'status' or k == 'sp' or k == 'ml' or k == 'jn' or k == 'pk' then
     f[k] = h[i+1]
   elseif string.sub(k, 1, 6) == 'owner#' then
     chunks = chunks or {}
@@ -265,7 +271,7 @@ withSpills(h, f, KEYS[5], KEYS[6])
 local st = f.status
 if st == 'completed' or st == 'failed' then return {h, redis.call('GET', KEYS[4])} end
 if st ~= 'input_required' then return {h} end
-local req, journal = parked(KEYS[1], KEYS[7], KEYS[2])
+local req, journal = parked(KEYS[1], KEYS[7], KEYS[2], f.pk)
 return {h, req, redis.call('HGETALL', KEYS[3]), journal}
 `, true)
 
@@ -276,13 +282,13 @@ return {h, req, redis.call('HGETALL', KEYS[3]), journal}
 // task is parked before its deadline, as updateScript decides it; both
 // empty for a terminal task). Read-only, so retryable.
 var outstandingScript = newScript(luaTerminal+`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'wake', 'lease', 'pk')
 if not owns(KEYS[1], h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {{}, {}} end
 local wake = tonumber(h[3] or '0')
 local waiting = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[4] or '0') == '0'
 local p, journal = {}, false
-if waiting then p, journal = parked(KEYS[1], KEYS[4], KEYS[2]) end
+if waiting then p, journal = parked(KEYS[1], KEYS[4], KEYS[2], h[5]) end
 return {p, redis.call('HGETALL', KEYS[3]), journal}
 `, true)
 
@@ -311,29 +317,39 @@ return 1
 // Returns -1 not found, 0 nothing accepted, 1 accepted, 2 accepted and
 // resumed, 3 (try) would resume.
 var updateLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'any', 'exp', 'wake', 'lease', 'pk')
 if not owns(KEYS[1], h[1], ARGV[1]) then return -1 end
 if terminal(h[2]) then return 0 end
 local wake = tonumber(h[5] or '0')
 -- A parked task holds no lease; one that does was claimed after its
 -- deadline, whatever this caller's clock says: its answers are frozen.
 local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[6] or '0') == '0'
+-- The keys waited for: those of the field pk (the set pks, npk of them)
+-- and those of the hash p.
+local pks, npk = {}, 0
+if parked then for _, k in ipairs(pkKeys(h[7])) do pks[k] = true; npk = npk + 1 end end
 local hp = 0
-if parked then hp = redis.call('HLEN', KEYS[2]) end
+if parked then hp = redis.call('HLEN', KEYS[2]) + npk end
 local function resumes(nb, no)
   return parked and ((nb > 0 and (h[3] == '1' or nb == hp)) or (hp == 0 and no > 0))
 end
 if ARGV[3] == 'try' then
   local nb, no = 0, 0
   for i = 4, #ARGV, 2 do
-    if parked and redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then nb = nb + 1
+    if parked and (pks[ARGV[i]] or redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1) then nb = nb + 1
     elseif redis.call('HEXISTS', KEYS[4], ARGV[i]) == 1 then no = no + 1 end
   end
   if resumes(nb, no) then return 3 end
 end
 local nb, no = 0, 0
+local npk0 = npk
 for i = 4, #ARGV, 2 do
-  if parked and redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
+  local waited = false
+  if parked then
+    if pks[ARGV[i]] then pks[ARGV[i]] = nil; npk = npk - 1; waited = true
+    else waited = redis.call('HDEL', KEYS[2], ARGV[i]) == 1 end
+  end
+  if waited then
     redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
     redis.call('HSET', KEYS[1], 'answered:'..ARGV[i], ARGV[2])
     nb = nb + 1
@@ -347,6 +363,7 @@ if nb + no == 0 then return 0 end
 redis.call('PEXPIREAT', KEYS[3], h[4])
 if resumes(nb, no) then
   redis.call('DEL', KEYS[2])
+  if npk0 > 0 then redis.call('HDEL', KEYS[1], 'pk') end
   redis.call('HSET', KEYS[1], 'status', 'working', 'updated', ARGV[2], 'wake', '0', 'r', '1')
   dispatch(ARGV[2])
   due(tonumber(ARGV[2]) + GRACE)
@@ -354,7 +371,13 @@ if resumes(nb, no) then
   return 2
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'r', '1')
-if h[2] == 'input_required' and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
+if npk < npk0 then
+  -- The keys of pk still waited for, in their order.
+  local left = {}
+  for _, k in ipairs(pkKeys(h[7])) do if pks[k] then left[#left+1] = k .. '\n' end end
+  if npk == 0 then redis.call('HDEL', KEYS[1], 'pk') else redis.call('HSET', KEYS[1], 'pk', table.concat(left)) end
+end
+if h[2] == 'input_required' and npk == 0 and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
   -- Nothing left to ask (the last offer of a task whose sleep is over was
   -- answered): it is due anyway, and working.
   redis.call('HSET', KEYS[1], 'status', 'working')
@@ -366,7 +389,7 @@ return 1
 // cancelScript: KEYS t p o m; ARGV owner now. Returns {status afterwards,
 // 1 if this call ended the task else 0}, or false when not found.
 var cancelLua = luaTerminal + `
-local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim', 'ml')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'status', 'lease', 'lim', 'ml', 'jn')
 if not owns(KEYS[1], h[1], ARGV[1]) then return false end
 if terminal(h[2]) then return {h[2], 0} end
 redis.call('HSETNX', KEYS[1], 'cancelat', ARGV[2])
@@ -378,7 +401,7 @@ redis.call('DEL', KEYS[2], KEYS[3])
 ended(KEYS[1], h[5] == '1' and KEYS[4] or nil)
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated', ARGV[2])
 undispatch()
-if h[4] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
+if flag(h[4], h[6]) then undue(KEYS[#KEYS-3]) else undue() end
 changed()
 return {'cancelled', 1}
 `
@@ -386,7 +409,7 @@ return {'cancelled', 1}
 // claimFields are the task hash fields a claim (code C) returns, in this
 // order (an empty string for a missing one): what the worker reads of a
 // running task.
-var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp"}
+var claimFields = []string{"owner", "tool", "args", "status", "msg", "created", "updated", "ttl", "poll", "cancel", "lease", "wake", "tp", "exp"}
 
 // claimScript: KEYS t p j r o e a m; ARGV now leaseMs. A task claimed out of
 // input_required (its deadline passed) is working from the claim on.
@@ -441,6 +464,7 @@ if f.status == 'input_required' then
   -- Past its deadline (or its sleep's end): the run is on, and the input
   -- it waited for is closed (its answers are frozen; offers stay).
   redis.call('DEL', KEYS[2])
+  if f.pk then redis.call('HDEL', KEYS[1], 'pk') end
   redis.call('HSET', KEYS[1], 'gen', gen, 'att', att, 'lease', ends, 'status', 'working')
   changed()
 else
@@ -451,7 +475,7 @@ if f.aw then redis.call('HDEL', KEYS[1], 'aw') end
 -- none.
 local journal, responses, events = {}, {}, {}
 if f.jn then journal = journalOf(f) elseif f.j ~= '0' then journal = redis.call('LRANGE', KEYS[3], 0, -1) end
-if f.r ~= '0' then responses = redis.call('HGETALL', KEYS[4]) end
+if flag(f.r, f.jn) then responses = redis.call('HGETALL', KEYS[4]) end
 if f.ev == '1' then events = delivered(KEYS[6], now) end
 -- The record as read (the fields the worker reads): the caller sets the
 -- lease and status it now has.
@@ -511,10 +535,9 @@ local i = 19
 -- Every field this commit sets, written by one HSET at the end ('j' and
 -- 'of' record that the task has a journal and has made offers, 'ev' that
 -- it has events), the journal's new chunks among them.
-local set = {'updated', now}
+local set, del = {'updated', now}, {}
 if n > 0 then
   journalAppend(set, KEYS[1], KEYS[3], h[9], h[10], table.concat({unpack(ARGV, i+1, i+n)}, '\n') .. '\n', exp)
-  set[#set+1] = 'j'; set[#set+1] = '1'
 end
 i = i + n
 local park = i
@@ -534,7 +557,8 @@ end
 if nopen > 0 then redis.call('PEXPIREAT', KEYS[7], exp) end
 if nof > 0 then set[#set+1] = 'of'; set[#set+1] = '1' end
 if nopen > 0 or fork ~= '' then set[#set+1] = 'ev'; set[#set+1] = '1' end
-if ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
+if ARGV[6] == '0' then att = 0; del[#del+1] = 'att'
+elseif ARGV[6] ~= '' then att = tonumber(ARGV[6]); set[#set+1] = 'att'; set[#set+1] = ARGV[6] end
 local cancelled = false
 if h[5] == '1' and (op == 'keep' or op == 'release' or op == 'sleep' or op == 'await' or op == 'park') then op = 'cancel'; cancelled = true end
 -- The status message this commit sets, written by putMsg() into set
@@ -555,9 +579,15 @@ local function putMsg()
     end
   end
 end
+-- setFields() writes set, and deletes the fields del (a field at its
+-- default value is left out: see Create).
+local function setFields()
+  redis.call('HSET', KEYS[1], unpack(set))
+  if #del > 0 then redis.call('HDEL', KEYS[1], unpack(del)) end
+end
 if op == 'keep' then
   putMsg()
-  redis.call('HSET', KEYS[1], unpack(set))
+  setFields()
   if ARGV[4] == '1' or nof + nw > 0 then changed() end
   return {0, att, h[2], 0, false}
 end
@@ -606,8 +636,21 @@ if op == 'release' then
   end
 elseif op == 'park' then
   status = 'input_required'
-  for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
-  if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
+  -- Requests all kept by reference: their keys in the field pk, when
+  -- they fit (see pkKeys); else the hash p.
+  local keys, inHash = {}, np > 0
+  for k = 1, np do
+    local key = ARGV[park+2*k-1]
+    if ARGV[park+2*k] ~= '' or string.find(key, '\n', 1, true) then inHash = false end
+    keys[k] = key .. '\n'
+  end
+  local pk = table.concat(keys)
+  if inHash and #pk <= MAXINLINE then
+    set[#set+1] = 'pk'; set[#set+1] = pk
+  else
+    for k = 1, np do redis.call('HSET', KEYS[2], ARGV[park+2*k-1], ARGV[park+2*k]) end
+    if np > 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
+  end
   set[#set+1] = 'any'; set[#set+1] = ARGV[9]
   if wake == '0' then
     -- Nothing to do until an answer resumes it (which indexes it again)
@@ -619,12 +662,12 @@ elseif op == 'park' then
     due(tonumber(wake) + GRACE)
   end
 else
-  if h[6] ~= '0' or nof > 0 then redis.call('DEL', KEYS[5]) end
+  if flag(h[6], h[10]) or nof > 0 then redis.call('DEL', KEYS[5]) end
   if op == 'complete' then status = 'completed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
   elseif op == 'fail' then status = 'failed'; redis.call('SET', KEYS[6], ARGV[7], 'PXAT', exp)
   else status = 'cancelled' end
   undispatch()
-  if h[7] ~= '0' then undue(KEYS[#KEYS-3]) else undue() end
+  if flag(h[7], h[10]) then undue(KEYS[#KEYS-3]) else undue() end
   -- Ended: its running fields (and a status message this commit does
   -- not set) go.
   ended(KEYS[1], h[8] == '1' and KEYS[9] or nil)
@@ -635,10 +678,10 @@ else
   return {0, att, status, woke, handback(ARGV[15], ARGV[16])}
 end
 set[#set+1] = 'status'; set[#set+1] = status
-set[#set+1] = 'lease'; set[#set+1] = '0'
-set[#set+1] = 'wake'; set[#set+1] = wake
+del[#del+1] = 'lease'
+if wake == '0' then del[#del+1] = 'wake' else set[#set+1] = 'wake'; set[#set+1] = wake end
 putMsg()
-redis.call('HSET', KEYS[1], unpack(set))
+setFields()
 changed()
 return {0, att, status, woke, handback(ARGV[15], ARGV[16])}
 `

@@ -261,6 +261,7 @@ func TestPreviousFormatReadable(t *testing.T) {
 					TTL: time.Hour, PollInterval: time.Second, Now: now}); err != nil {
 					t.Fatal(err)
 				}
+				toEarlierFormat(t, c, s, id)
 				tk, _, _, _ := s.keys(id)
 				fv := c.B().Hset().Key(tk).FieldValue().FieldValue("owner", longOwner).FieldValue("tool", longTool).
 					FieldValue("args", string(longArgs)).FieldValue("msg", longMsg).FieldValue("status", status)
