@@ -853,7 +853,10 @@ func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemet
 		return b.newPostgresStore(ctx, tel)
 	}
 	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider,
-		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout}
+		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout,
+		// A far wake is enqueued by a sweep within the horizon before it:
+		// many sweeps, whatever MCPTASKS_SWEEP_INTERVAL says.
+		WakeHorizon: max(redisstore.DefaultWakeHorizon, 10*cfg.SweepEvery)}
 	if b.consumer != nil && b.client.Mode() == rueidis.ClientModeStandalone {
 		// The queue is in the same Redis: each transition enqueues in its
 		// own script, into the task's shard (a worker step saves a round

@@ -699,6 +699,84 @@ func TestSweeper(t *testing.T) {
 	})
 }
 
+// A sleep longer than the store's wake horizon (an hour) costs no queue
+// message until the sweeper runs within the hour before the wake, which
+// enqueues it at the wake (redisstore.Options.WakeHorizon); a store that
+// does not dispatch enqueues as before. Either way the task wakes at its
+// time, and runs its steps once.
+func TestFarWake(t *testing.T) {
+	forEach(t, func(t *testing.T, backend string) {
+		var runs atomic.Int32
+		h := newHarness(t, backend, tasks.Options{MaxDuration: 10 * time.Second, TTL: 24 * time.Hour}, func(s *tasks.Server) {
+			tasks.AddTool(s, &mcp.Tool{Name: "long", Description: "sleeps three hours"}, tasks.Optional,
+				func(ctx context.Context, st *tasks.Step, _ noArgs) (*mcp.CallToolResult, error) {
+					if _, err := tasks.Do(st, "before", func(context.Context) (int, error) { return int(runs.Add(1)), nil }); err != nil {
+						return nil, err
+					}
+					if err := st.Sleep("nap", 3*time.Hour); err != nil {
+						return nil, err
+					}
+					return text("woke"), nil
+				})
+		})
+		ctx := context.Background()
+		dispatches := strings.HasSuffix(backend, dispatching)
+		id := h.create(t, "long", nil)
+		for {
+			res, err := h.srv.Advance(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Skipped || res.Status.Terminal() {
+				t.Fatalf("advance: %+v", res)
+			}
+			if tk, _ := h.store.Peek(ctx, id); !tk.WakeAt.IsZero() {
+				break
+			}
+		}
+		tk, err := h.store.Peek(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wake := tk.WakeAt
+		qkey, _ := h.q.KeysFor(id)
+		score := func() (int64, bool) {
+			v, err := h.rc.Do(ctx, h.rc.B().Zscore().Key(qkey).Member(id).Build()).AsFloat64()
+			return int64(v), err == nil
+		}
+		// (Without dispatch, the creation's message stays: nothing
+		// received it.)
+		if at, ok := score(); dispatches && ok {
+			t.Errorf("a wake 3 hours ahead has a queue message (at %d)", at)
+		}
+		// Within the hour before the wake: the sweeper enqueues it at the
+		// wake, once.
+		h.clock.Advance(wake.Sub(h.clock.Now()) - time.Hour + time.Second)
+		res, err := h.srv.Sweep(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1}[dispatches]; res.Scheduled != want || res.Enqueued != 0 {
+			t.Errorf("sweep within the horizon: %+v, want %d scheduled", res, want)
+		}
+		if at, ok := score(); dispatches && (!ok || at != wake.UnixMilli()) {
+			t.Errorf("after the sweep: queue message at %d (%v), want %d", at, ok, wake.UnixMilli())
+		}
+		if res, err = h.srv.Sweep(ctx, 0); err != nil || res.Examined != 0 {
+			t.Errorf("a second sweep: %+v, %v", res, err)
+		}
+		// At the wake, it runs on.
+		h.clock.Advance(wake.Sub(h.clock.Now()))
+		r, err := h.srv.Advance(ctx, id)
+		if err != nil || r.Status != driver.StatusCompleted {
+			t.Fatalf("at the wake: %+v, %v", r, err)
+		}
+		if runs.Load() != 1 {
+			t.Errorf("the step before the sleep ran %d times", runs.Load())
+		}
+	})
+}
+
 // Input options: WaitAny resumes on the first answer; a Deadline ends the
 // wait with ErrInputTimeout and what was answered.
 func TestInputAnyAndDeadline(t *testing.T) {

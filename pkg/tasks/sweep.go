@@ -15,6 +15,10 @@ type SweepResult struct {
 	Enqueued    int // tasks handed to the queue again
 	Forgotten   int // entries of tasks that ended or expired
 	Rescheduled int // entries pushed to a later time
+	// Scheduled counts the wakes handed to the queue ahead of their time:
+	// those a store left to the sweeper (redisstore.Options.WakeHorizon).
+	// They are counted as Rescheduled too.
+	Scheduled int
 }
 
 // Sweep is the safety net behind the queue: for every task whose next
@@ -44,6 +48,20 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 		defer func() { err = errors.Join(err, dueErr) }()
 	}
 	grace := s.opts.MaxDuration
+	// ahead enqueues the wake of a task whose entry came due before its
+	// wake time: a store enqueues a far wake no sooner than that
+	// (redisstore.Options.WakeHorizon), and sets the entry at the wake
+	// otherwise. It returns the entry's next time, the wake's grace.
+	ahead := func(d driver.DueTask, t *driver.Task, next time.Time) (time.Time, error) {
+		if !d.At.Before(t.WakeAt) {
+			return next, nil
+		}
+		if err := s.enqueue(ctx, d.ID, t.WakeAt); err != nil {
+			return next, err
+		}
+		res.Scheduled++
+		return t.WakeAt.Add(grace), nil
+	}
 	for _, d := range due {
 		id := d.ID
 		if ctx.Err() != nil {
@@ -71,7 +89,9 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 		case t.Status == driver.StatusInputRequired && (t.WakeAt.IsZero() || t.WakeAt.After(now)):
 			next = t.ExpiresAt()
 			if !t.WakeAt.IsZero() {
-				next = t.WakeAt
+				if next, err = ahead(d, t, t.WakeAt); err != nil {
+					return res, err
+				}
 			}
 			res.Rescheduled++
 		case t.Awaiting != "" && t.WakeAt.After(now):
@@ -84,10 +104,14 @@ func (s *Server) Sweep(ctx context.Context, limit int) (res SweepResult, err err
 			next = t.WakeAt
 			if open {
 				next = now.Add(grace)
+			} else if next, err = ahead(d, t, next); err != nil {
+				return res, err
 			}
 			res.Rescheduled++
 		case t.WakeAt.After(now):
-			next = t.WakeAt
+			if next, err = ahead(d, t, t.WakeAt); err != nil {
+				return res, err
+			}
 			res.Rescheduled++
 		default:
 			// Runnable and nobody holds it: the message was lost, the

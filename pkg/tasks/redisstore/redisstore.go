@@ -132,6 +132,17 @@ type Options struct {
 	// one slot, and the queue's keys live in other slots than a task's):
 	// the store does not dispatch, and the tasks Server enqueues.
 	Queue *redisqueue.Queue
+	// WakeHorizon applies with Queue: a commit that puts a task to sleep,
+	// or waits for an event or for input with a deadline, more than
+	// WakeHorizon ahead enqueues no message: the task's due entry comes
+	// due WakeHorizon before the wake, and the sweeper then enqueues the
+	// wake at its time (tasks.Server.Sweep). A long sleep so costs Redis
+	// one sorted-set entry instead of two (about 120 bytes at a million
+	// live tasks), and wakes on time as long as the sweeper runs at least
+	// once in every WakeHorizon (late by at most one sweep interval if it
+	// does not). Zero means DefaultWakeHorizon; a negative value enqueues
+	// every wake in the commit.
+	WakeHorizon time.Duration
 	// MaxListed bounds each principal's list index (driver.Lister): List
 	// shows at most the newest MaxListed unexpired tasks of a principal.
 	// Zero means DefaultMaxListed.
@@ -157,6 +168,11 @@ type Options struct {
 	// (a recording span in the call's context); nil means none.
 	TracerProvider trace.TracerProvider
 }
+
+// DefaultWakeHorizon is Options.WakeHorizon's default: far beyond the
+// sweep intervals of the deployments (30 s locally, 1 minute on Lambda, 5
+// on Vercel).
+const DefaultWakeHorizon = time.Hour
 
 // CheckPrefix reports whether prefix can prefix the store's keys: a brace
 // in it would make Redis Cluster hash the prefix instead of each task's
@@ -248,7 +264,10 @@ func New(c rueidis.Client, opts *Options) *Store {
 	}
 	if o.Queue != nil && c.Mode() != rueidis.ClientModeCluster {
 		s.queueKeys, s.queue = o.Queue.KeysFor, o.Queue
-		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL), s.indexingLua())
+		if o.WakeHorizon == 0 {
+			o.WakeHorizon = DefaultWakeHorizon
+		}
+		s.sc = newScripts(dispatchLua(o.Queue.KeyTTL(), o.EnqueueGrace, o.IndexTTL, max(o.WakeHorizon, 0)), s.indexingLua())
 	} else {
 		s.sc = newScripts(noDispatchLua, s.indexingLua())
 	}

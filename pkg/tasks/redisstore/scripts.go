@@ -45,13 +45,18 @@ type script struct {
 //     for a new task and refreshes the index's expiry, dueLT(at) sets it
 //     unless it is earlier already, undue(live) removes it (and the task from the
 //     live set live, if given); GRACE is Options.EnqueueGrace and INDEXTTL
-//     Options.IndexTTL, in ms.
-func dispatchLua(queueTTL, grace, indexTTL time.Duration) string {
+//     Options.IndexTTL, in ms;
+//   - wakeAt(now, at) schedules the task to run at at: it dispatches it
+//     then and sets its due entry at at + GRACE, or, for a wake more than
+//     HORIZON (Options.WakeHorizon, in ms; 0: none) after now, drops its
+//     message and sets its due entry at at - HORIZON, when the sweeper
+//     enqueues the wake.
+func dispatchLua(queueTTL, grace, indexTTL, horizon time.Duration) string {
 	n := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return redisqueue.LuaEnqueue + redisqueue.LuaReceive + redisqueue.LuaHold + `
 local DQ, DW, DUE = KEYS[#KEYS-1], KEYS[#KEYS], KEYS[#KEYS-2]
 local DID = string.match(KEYS[1], '{([^{}]*)}$')
-local GRACE, INDEXTTL = ` + n(grace) + `, ` + n(indexTTL) + `
+local GRACE, INDEXTTL, HORIZON = ` + n(grace) + `, ` + n(indexTTL) + `, ` + n(horizon) + `
 local function dispatch(at, quiet) enqueue(DQ, DW, DID, at, '` + n(queueTTL) + `', quiet) end
 local function holdq(at) hold(DQ, DW, DID, at, '` + n(queueTTL) + `') end
 local function undispatch() redis.call('ZREM', DQ, DID) end
@@ -72,6 +77,15 @@ end
 local function dispatchID(id, at) enqueue(DQ, DW, id, at, '` + n(queueTTL) + `', false) end
 local function holdID(id, at) hold(DQ, DW, id, at, '` + n(queueTTL) + `') end
 local function undispatchID(id) redis.call('ZREM', DQ, id) end
+local function wakeAt(now, at)
+  if HORIZON > 0 and at - now > HORIZON then
+    undispatch()
+    due(at - HORIZON)
+  else
+    dispatch(at, true)
+    due(at + GRACE)
+  end
+end
 `
 }
 
@@ -90,6 +104,7 @@ local function undue(live) end
 local function dispatchID(id, at) end
 local function holdID(id, at) end
 local function undispatchID(id) end
+local function wakeAt(now, at) end
 `
 
 // scripts are a Store's transition scripts, with its dispatch prelude;
@@ -631,8 +646,7 @@ if op == 'release' then
     undispatch()
     due(tonumber(now) + GRACE)
   else
-    dispatch(wake, true)
-    due(tonumber(wake) + GRACE)
+    wakeAt(tonumber(now), tonumber(wake))
   end
 elseif op == 'park' then
   status = 'input_required'
@@ -658,8 +672,7 @@ elseif op == 'park' then
     undispatch()
     undue()
   else
-    dispatch(wake, true)
-    due(tonumber(wake) + GRACE)
+    wakeAt(tonumber(now), tonumber(wake))
   end
 else
   if flag(h[6], h[10]) or nof > 0 then redis.call('DEL', KEYS[5]) end
