@@ -195,7 +195,9 @@ func newDeployment(ctx context.Context, name, bin, dir string, principals, strea
 		"MCPTASKS_AUTH_ISSUER=" + issuer, "MCPTASKS_AUTH_AUDIENCE=" + audience, "MCPTASKS_AUTH_HS256_SECRET=" + secret,
 		"MCPTASKS_TASK_TTL=" + taskTTL.String(),
 		// The processes never sweep: this driver runs the sweeps it measures.
-		"MCPTASKS_SWEEP_INTERVAL=24h",
+		// The wake horizon is a deployment's (which the long interval would
+		// have raised to 10 days).
+		"MCPTASKS_SWEEP_INTERVAL=24h", "MCPTASKS_WAKE_HORIZON=1h",
 		"MCPTASKS_PUBLIC_URL=http://" + d.apiAddr,
 		"MCPTASKS_MAX_STREAMS=" + strconv.Itoa(streams+64),
 		"MCPTASKS_MAX_STREAMS_PER_PRINCIPAL=" + strconv.Itoa(streams/principals+16),

@@ -108,6 +108,11 @@ type Config struct {
 	MaxStreams             int
 	MaxStreamsPerPrincipal int
 	SweepEvery             time.Duration // MCPTASKS_SWEEP_INTERVAL (default DefaultSweepEvery, 30s)
+	// WakeHorizon is MCPTASKS_WAKE_HORIZON: with the Redis queue on a
+	// standalone Redis, a wake further ahead is enqueued by the sweeper
+	// within this long before it (redisstore.Options.WakeHorizon);
+	// default 1h, or 10 sweep intervals if longer.
+	WakeHorizon time.Duration
 	// NoJobs is MCPTASKS_JOBS=off: the async-jobs fallback for clients
 	// without the tasks extension is off (tasks.JobOptions.Disable).
 	NoJobs bool
@@ -307,6 +312,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	dur("MCPTASKS_POLL_MAX", &c.PollMax, max(60*time.Second, c.PollInterval))
 	dur("MCPTASKS_MAX_DURATION", &c.MaxDuration, 60*time.Second)
 	dur("MCPTASKS_SWEEP_INTERVAL", &c.SweepEvery, DefaultSweepEvery)
+	dur("MCPTASKS_WAKE_HORIZON", &c.WakeHorizon, max(redisstore.DefaultWakeHorizon, 10*c.SweepEvery))
 	dur("MCPTASKS_LEASE", &c.Lease, tasks.DefaultLease)
 	dur("MCPTASKS_QUEUE_VISIBILITY", &c.Visibility, c.Lease)
 	num("MCPTASKS_STEPS_PER_INVOCATION", &c.Steps, 1)
@@ -854,9 +860,7 @@ func (b *Bundle) newStore(ctx context.Context, prefix string, tel *tasks.Telemet
 	}
 	sopts := &redisstore.Options{Prefix: prefix, EnqueueGrace: cfg.MaxDuration / 2, TracerProvider: tel.TracerProvider,
 		Shards: b.redisShards(), Wait: cfg.RedisWait, WaitTimeout: cfg.RedisWaitTimeout,
-		// A far wake is enqueued by a sweep within the horizon before it:
-		// many sweeps, whatever MCPTASKS_SWEEP_INTERVAL says.
-		WakeHorizon: max(redisstore.DefaultWakeHorizon, 10*cfg.SweepEvery)}
+		WakeHorizon: cfg.WakeHorizon}
 	if b.consumer != nil && b.client.Mode() == rueidis.ClientModeStandalone {
 		// The queue is in the same Redis: each transition enqueues in its
 		// own script, into the task's shard (a worker step saves a round

@@ -308,6 +308,33 @@ func TestFromEnvKeyPrefix(t *testing.T) {
 	}
 }
 
+// MCPTASKS_WAKE_HORIZON defaults to an hour, or ten sweep intervals if
+// longer, and takes a positive duration.
+func TestFromEnvWakeHorizon(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sweep, horizon string
+		want           time.Duration
+		ok             bool
+	}{
+		{"", "", time.Hour, true},
+		{"10m", "", 100 * time.Minute, true},
+		{"10m", "2h", 2 * time.Hour, true},
+		{"", "15m", 15 * time.Minute, true},
+		{"", "0", 0, false},
+		{"", "soon", 0, false},
+	} {
+		cfg, err := FromEnv(envOf(map[string]string{"MCPTASKS_SWEEP_INTERVAL": c.sweep, "MCPTASKS_WAKE_HORIZON": c.horizon}))
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "MCPTASKS_WAKE_HORIZON")) {
+			t.Errorf("%+v: error %v", c, err)
+			continue
+		}
+		if err == nil && cfg.WakeHorizon != c.want {
+			t.Errorf("%+v: WakeHorizon %v", c, cfg.WakeHorizon)
+		}
+	}
+}
+
 func TestFromEnvRedisShardsAndWait(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
