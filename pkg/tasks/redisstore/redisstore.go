@@ -1156,9 +1156,14 @@ func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) 
 	if s.Dispatches() && op != driver.OpKeep {
 		hb = s.queue.TakeHandBack(id)
 	}
-	args, err := commitArgs(c, ch, op, hb)
+	args, metas, err := s.commitArgs(c, ch, op, hb)
 	if err != nil {
 		return err
+	}
+	if len(metas) > 0 {
+		if err := s.writeMetas(ctx, metas); err != nil {
+			return fmt.Errorf("redisstore: commit %s: %w", id, err)
+		}
 	}
 	forkKey := s.forkKey(id, 0)
 	if f := ch.Fork; op == driver.OpAwait && f != nil {
@@ -1210,7 +1215,7 @@ func (s *Store) Commit(ctx context.Context, c *driver.Claim, ch *driver.Change) 
 // with hb, the script also takes the next message of the task's queue
 // shard for hb's consumer (a store that dispatches: see
 // redisqueue.Queue.TakeHandBack).
-func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.HandBack) ([]string, error) {
+func (s *Store) commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.HandBack) ([]string, []*metaWrite, error) {
 	var payload string
 	switch op {
 	case driver.OpComplete:
@@ -1218,7 +1223,7 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 	case driver.OpFail:
 		b, err := json.Marshal(ch.Fail)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: encoding error: %w", err)
+			return nil, nil, fmt.Errorf("redisstore: encoding error: %w", err)
 		}
 		payload = string(b)
 	}
@@ -1268,7 +1273,7 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 	for i := range ch.Append {
 		e, err := encodeEntry(&ch.Append[i])
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: encoding journal: %w", err)
+			return nil, nil, fmt.Errorf("redisstore: encoding journal: %w", err)
 		}
 		args = append(args, e)
 	}
@@ -1279,14 +1284,18 @@ func commitArgs(c *driver.Claim, ch *driver.Change, op string, hb *redisqueue.Ha
 	args = append(args, offers...)
 	args = append(args, withdrawn...)
 	args = append(args, watch...)
+	var metas []*metaWrite
 	for i := range ch.Open {
-		w, err := encodeWait(&ch.Open[i])
+		w, m, err := s.encodeWait(c.Task.ID, &ch.Open[i], c.Task.ExpiresAt())
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: commit %s: %w", c.Task.ID, err)
+			return nil, nil, fmt.Errorf("redisstore: commit %s: %w", c.Task.ID, err)
 		}
 		args = append(args, ch.Open[i].Name, w)
+		if m != nil {
+			metas = append(metas, m)
+		}
 	}
-	return args, nil
+	return args, metas, nil
 }
 
 // dueBefore keeps the sweeper's due index in step with a commit of a
