@@ -5,7 +5,7 @@
 // server-side script over them:
 //
 //	<prefix>{<id>}    hash: the task record and its step journal, every value at most 64 bytes
-//	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON)
+//	<prefix>{<id>}:p  hash: input requests the parked task waits for (key -> request JSON), unless they are all in its journal (journal.go)
 //	<prefix>{<id>}:o  hash: outstanding offers (key -> request JSON), in any live status
 //	<prefix>{<id>}:j  list: a step journal past 3 KiB, one JSON entry per step (journal.go)
 //	<prefix>{<id>}:r  hash: input responses received (key -> response JSON)
@@ -13,6 +13,8 @@
 //	<prefix>{<id>}:e  hash: the task's events and the waits for them (events.go)
 //	<prefix>{<id>}:a  string: values of the creation longer than 1 KiB (spill.go)
 //	<prefix>{<id>}:m  string: a status message longer than 64 bytes (spill.go)
+//	<prefix>{<id>}:w:<digest>  string: the schema and secret of a signed callback's wait (events.go)
+//	<prefix>wm:<day>.<digest>  string: a wait's schema, shared by the tasks expiring that day (events.go)
 //
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests. The record
@@ -27,15 +29,18 @@
 // so no caller-chosen id can name a key that is not a task's (such as a
 // queue sharing the prefix, "<prefix>{queue}").
 //
-// Every key expires at the task's creation time plus its TTL. A sorted set
+// Every key of a task expires at the task's creation time plus its TTL
+// (a shared wait schema at the end of the day its tasks expire). A sorted set
 // per shard, the due index, (itself expiring) indexes the next time the
 // sweeper must look at each live task, but for a task parked for input
 // without a deadline: nothing is to be done for it until an answer
 // resumes it (the update indexes it again, before it is dispatched) or it
 // expires (its keys by themselves), so its park takes it out, and the
 // index grows with the tasks that have a time (a sorted set member costs
-// about 120 bytes). The index is only a hint: the sweeper re-derives what
-// to do from the task record. With one shard (the default)
+// about 120 bytes). With Options.Queue, a wake further ahead than
+// Options.WakeHorizon has no queue message: its entry is due the horizon
+// before the wake, for the sweeper to enqueue it. The index is only a
+// hint: the sweeper re-derives what to do from the task record. With one shard (the default)
 // it is <prefix>due; with n shards (Options.Shards, for a Redis Cluster)
 // shard k is <prefix>due{<tag>}, tag from slots.Tags(n), and a task is
 // indexed in shard slots.ShardOf(id, n), which hashes to the task's own
