@@ -104,8 +104,13 @@ func TestCompactWaits(t *testing.T) {
 
 			// A secret: the task's own string.
 			signed := await("token-s", "whsec_c2VjcmV0")
-			if own := metaOf(signed, "token-s", "whsec_c2VjcmV0"); !strings.HasPrefix(own, prefix+"{"+signed+"}:") {
+			own := metaOf(signed, "token-s", "whsec_c2VjcmV0")
+			if !strings.HasPrefix(own, prefix+"{"+signed+"}:") {
 				t.Errorf("a signed wait's meta is %s, not the task's own", own)
+			}
+			// It expires with its task, not later.
+			if at, _ := c.Do(ctx, c.B().Pexpiretime().Key(own).Build()).AsInt64(); at != exp.UnixMilli() {
+				t.Errorf("a signed wait's meta expires at %d, its task at %d", at, exp.UnixMilli())
 			}
 			w, err = s.Waiting(ctx, signed, "hook", proofOf("token-s"), now)
 			if err != nil || w == nil || w.Secret != "whsec_c2VjcmV0" || string(w.Schema) != string(schema) {
