@@ -192,10 +192,33 @@ type sweepCost struct {
 	WallMs   float64 `json:"wallMs"`
 }
 
+// idleSweeps is how many idle sweeps one measurement takes: one round trip
+// each, about 0.1 ms, which one sample measures no better than the
+// machine's scheduling noise.
+const idleSweeps = 31
+
 // sweep runs one sweep of the deployment (as the sweeper's cron does),
 // after moving the due-index entries of due random live tasks into the
-// past (0: an idle sweep), and measures its commands and wall time.
+// past, and measures its commands and wall time; with due 0, idleSweeps
+// idle sweeps, their median wall time and their commands per sweep.
 func (d *deployment) sweep(ctx context.Context, due int) sweepCost {
+	if due == 0 {
+		walls := make([]float64, idleSweeps)
+		var sum sweepCost
+		for i := range walls {
+			c := d.sweepOnce(ctx, 0)
+			walls[i] = c.WallMs
+			sum.Examined += c.Examined
+			sum.Commands += c.Commands
+		}
+		slices.Sort(walls)
+		return sweepCost{Examined: sum.Examined / idleSweeps, Commands: sum.Commands / idleSweeps, WallMs: walls[idleSweeps/2]}
+	}
+	return d.sweepOnce(ctx, due)
+}
+
+// sweepOnce is one sweep of sweep.
+func (d *deployment) sweepOnce(ctx context.Context, due int) sweepCost {
 	if due > 0 {
 		past := float64(time.Now().Add(-time.Minute).UnixMilli())
 		// Distinct tasks that have a due time (sleeping, or awaiting a
