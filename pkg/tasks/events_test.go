@@ -131,7 +131,16 @@ func TestCallback(t *testing.T) {
 			if tk.Status != "working" || len(tk.InputRequests) != 0 {
 				t.Errorf("awaiting task: %s with input requests %v, want working without", tk.Status, tk.InputRequests)
 			}
+			// The invocation that made it wait is counted when it returns,
+			// a little after its commit shows: the count is taken once it
+			// holds still.
 			before := count(id)
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); before = count(id) {
+				time.Sleep(100 * time.Millisecond)
+				if count(id) == before {
+					break
+				}
+			}
 			time.Sleep(300 * time.Millisecond) // no invocation while it waits
 
 			notFound, _ := post(t, h.url+tasks.CallbackPath+"nosuch", "application/json", `{}`, nil)
