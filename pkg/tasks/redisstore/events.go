@@ -151,12 +151,22 @@ func (s *Store) waitMetaOf(ctx context.Context, id string, w *driver.EventWait, 
 		}
 		meta = v
 	}
-	var m waitMeta
-	if err := json.Unmarshal([]byte(meta), &m); err != nil {
-		return fmt.Errorf("event %q: malformed wait: %w", w.Name, err)
-	}
+	m, err := inlineMeta(w.Name, meta)
 	w.Schema, w.Secret = m.Schema, m.Secret
-	return nil
+	return err
+}
+
+// inlineMeta decodes the meta the wait name holds itself (JSON); "" and a
+// reference to a meta string (see encodeWait) decode to none.
+func inlineMeta(name, meta string) (waitMeta, error) {
+	var m waitMeta
+	if meta == "" || meta[0] == '@' || meta[0] == '!' {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(meta), &m); err != nil {
+		return m, fmt.Errorf("event %q: malformed wait: %w", name, err)
+	}
+	return m, nil
 }
 
 // decodeWait decodes the open wait name (value v) of the events hash,
@@ -343,11 +353,9 @@ func eventsOf(h map[string]string) (map[string]inspect.Event, error) {
 			if err != nil {
 				return nil, err
 			}
-			var m waitMeta
-			if meta != "" && meta[0] == '{' {
-				if err := json.Unmarshal([]byte(meta), &m); err != nil {
-					return nil, fmt.Errorf("event %q: malformed wait: %w", name, err)
-				}
+			m, err := inlineMeta(name, meta)
+			if err != nil {
+				return nil, err
 			}
 			r.State, r.Kind, r.Until, r.Signed = "open", w.Kind, w.Until, m.Secret != "" || strings.HasPrefix(meta, "!")
 		case strings.HasPrefix(v, "d") && len(v) >= 2:

@@ -34,19 +34,8 @@ func TestCompactWaits(t *testing.T) {
 			// await opens the callback wait "hook" for token on a new task.
 			await := func(token, secret string) string {
 				t.Helper()
-				id := driver.NewID()
-				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
-					t.Fatal(err)
-				}
-				cl, err := s.Claim(ctx, id, now, time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Release: true, Await: "hook", WakeAt: now.Add(30 * time.Minute),
-					Open: []driver.EventWait{{Name: "hook", Kind: driver.EventCallback, Proof: proofOf(token), Schema: schema, Secret: secret, Until: now.Add(30 * time.Minute)}}}); err != nil {
-					t.Fatal(err)
-				}
-				return id
+				return committed(t, s, driver.NewTask{TTL: time.Hour, Now: now}, &driver.Change{Now: now, Release: true, Await: "hook", WakeAt: now.Add(30 * time.Minute),
+					Open: []driver.EventWait{{Name: "hook", Kind: driver.EventCallback, Proof: proofOf(token), Schema: schema, Secret: secret, Until: now.Add(30 * time.Minute)}}})
 			}
 			// metaOf is the meta string of the task id's wait for token.
 			metaOf := func(id, token, secret string) string {

@@ -74,6 +74,29 @@ func mustInt(t *testing.T, v string) int64 {
 	return n
 }
 
+// committed creates the task nt (its ID set here; Owner, Tool and Args
+// default to alice's t with {}), claims it at ch.Now and commits ch, as a
+// worker's first invocation does; it returns the task's id.
+func committed(t *testing.T, s *Store, nt driver.NewTask, ch *driver.Change) string {
+	t.Helper()
+	ctx := t.Context()
+	nt.ID = driver.NewID()
+	if nt.Owner == "" {
+		nt.Owner, nt.Tool, nt.Args = "alice", "t", json.RawMessage(`{}`)
+	}
+	if _, err := s.Create(ctx, &nt); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := s.Claim(ctx, nt.ID, ch.Now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, cl, ch); err != nil {
+		t.Fatal(err)
+	}
+	return nt.ID
+}
+
 // From the format of 2026-12-03 a field at its default is left out of the
 // task hash (the flags, the lease, the attempts, ttl as exp - created): a
 // sleeping task holds none of them, and every reader sees the defaults; a
@@ -92,21 +115,10 @@ func TestDefaultsLeftOut(t *testing.T) {
 			ctx := t.Context()
 			now := time.Now().UTC().Truncate(time.Millisecond)
 			sleeping := func() string {
-				id := driver.NewID()
-				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`),
-					TTL: 90 * time.Minute, PollInterval: 2 * time.Second, Now: now}); err != nil {
-					t.Fatal(err)
-				}
-				cl, err := s.Claim(ctx, id, now, time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
 				zero := 0
-				if err := s.Commit(ctx, cl, &driver.Change{Now: now, SetAttempts: &zero, Release: true, Sleep: true, WakeAt: now.Add(time.Hour),
-					Append: []driver.Entry{{Name: "nap", Kind: driver.KindSleep, Until: now.Add(time.Hour), At: now}}}); err != nil {
-					t.Fatal(err)
-				}
-				return id
+				return committed(t, s, driver.NewTask{TTL: 90 * time.Minute, PollInterval: 2 * time.Second, Now: now},
+					&driver.Change{Now: now, SetAttempts: &zero, Release: true, Sleep: true, WakeAt: now.Add(time.Hour),
+						Append: []driver.Entry{{Name: "nap", Kind: driver.KindSleep, Until: now.Add(time.Hour), At: now}}})
 			}
 			id := sleeping()
 			tk, _, _, _ := s.keys(id)

@@ -57,17 +57,17 @@ func msJSON(t time.Time) json.RawMessage {
 
 // entryTime decodes a journal time: Unix milliseconds, or RFC 3339 text
 // (entries written before the milliseconds), or null (zero).
-func entryTime(v json.RawMessage) (time.Time, error) {
+func entryTime(v string) (time.Time, error) {
 	var t time.Time
 	switch {
-	case len(v) == 0 || string(v) == "null":
+	case v == "" || v == "null":
 		return t, nil
 	case v[0] == '"':
-		err := t.UnmarshalJSON(v)
+		err := t.UnmarshalJSON([]byte(v))
 		return t, err
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || !jsonInteger(string(v)) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || !jsonInteger(v) {
 		return t, fmt.Errorf("journal time %s is neither Unix milliseconds nor RFC 3339 text", v)
 	}
 	return time.UnixMilli(n).UTC(), nil
@@ -82,8 +82,8 @@ func slowEntry(raw string) (driver.Entry, error) {
 	}
 	e := driver.Entry(w.entryFields)
 	var err, err2 error
-	e.Until, err = entryTime(w.Until)
-	e.At, err2 = entryTime(w.At)
+	e.Until, err = entryTime(string(w.Until))
+	e.At, err2 = entryTime(string(w.At))
 	if err = errors.Join(err, err2); err != nil {
 		return driver.Entry{}, err
 	}
@@ -142,17 +142,11 @@ func fastEntry(raw string, e *driver.Entry) bool {
 			if key == "u" {
 				t = &e.Until
 			}
-			if v[0] == '"' {
-				if t.UnmarshalJSON([]byte(v)) != nil {
-					return false
-				}
-				break
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || !jsonInteger(v) {
+			tv, err := entryTime(v)
+			if err != nil {
 				return false
 			}
-			*t = time.UnixMilli(n).UTC()
+			*t = tv
 		case "a", "d":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || !jsonInteger(v) {

@@ -177,19 +177,7 @@ func TestInputRequestsByReference(t *testing.T) {
 			raw, _ := json.Marshal(both)
 			park := func(journal []driver.Entry, reqs map[string]json.RawMessage) string {
 				t.Helper()
-				id := driver.NewID()
-				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`),
-					TTL: time.Hour, Now: now}); err != nil {
-					t.Fatal(err)
-				}
-				cl, err := s.Claim(ctx, id, now, time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Append: journal, Park: reqs}); err != nil {
-					t.Fatal(err)
-				}
-				return id
+				return committed(t, s, driver.NewTask{TTL: time.Hour, Now: now}, &driver.Change{Now: now, Append: journal, Park: reqs})
 			}
 			// stored returns the requests as kept: the hash p's, and the
 			// keys of the task hash's field pk (as "").
@@ -279,17 +267,7 @@ func TestInputRequestsByReference(t *testing.T) {
 			// Leaving input_required otherwise drops pk: a claim past the
 			// deadline, a cancellation.
 			for _, leave := range []string{"deadline", "cancel"} {
-				id := driver.NewID()
-				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "t", Args: json.RawMessage(`{}`), TTL: time.Hour, Now: now}); err != nil {
-					t.Fatal(err)
-				}
-				cl, err := s.Claim(ctx, id, now, time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Commit(ctx, cl, &driver.Change{Now: now, Append: []driver.Entry{entry}, Park: both, WakeAt: now.Add(time.Minute)}); err != nil {
-					t.Fatal(err)
-				}
+				id := committed(t, s, driver.NewTask{TTL: time.Hour, Now: now}, &driver.Change{Now: now, Append: []driver.Entry{entry}, Park: both, WakeAt: now.Add(time.Minute)})
 				if !inHash(id) {
 					t.Fatalf("%s: requests not in pk", leave)
 				}

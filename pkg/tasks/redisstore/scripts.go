@@ -339,10 +339,11 @@ local wake = tonumber(h[5] or '0')
 -- A parked task holds no lease; one that does was claimed after its
 -- deadline, whatever this caller's clock says: its answers are frozen.
 local parked = h[2] == 'input_required' and not (wake > 0 and wake <= tonumber(ARGV[2])) and (h[6] or '0') == '0'
--- The keys waited for: those of the field pk (the set pks, npk of them)
--- and those of the hash p.
-local pks, npk = {}, 0
-if parked then for _, k in ipairs(pkKeys(h[7])) do pks[k] = true; npk = npk + 1 end end
+-- The keys waited for: those of the field pk (the list pkl, the set pks
+-- of those not answered yet, npk of them) and those of the hash p.
+local pkl, pks, npk = {}, {}, 0
+if parked then pkl = pkKeys(h[7]) end
+for _, k in ipairs(pkl) do pks[k] = true; npk = npk + 1 end
 local hp = 0
 if parked then hp = redis.call('HLEN', KEYS[2]) + npk end
 local function resumes(nb, no)
@@ -389,7 +390,7 @@ redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'r', '1')
 if npk < npk0 then
   -- The keys of pk still waited for, in their order.
   local left = {}
-  for _, k in ipairs(pkKeys(h[7])) do if pks[k] then left[#left+1] = k .. '\n' end end
+  for _, k in ipairs(pkl) do if pks[k] then left[#left+1] = k .. '\n' end end
   if npk == 0 then redis.call('HDEL', KEYS[1], 'pk') else redis.call('HSET', KEYS[1], 'pk', table.concat(left)) end
 end
 if h[2] == 'input_required' and npk == 0 and redis.call('EXISTS', KEYS[2], KEYS[4]) == 0 then
