@@ -311,7 +311,7 @@ type shape struct {
 }
 
 // shapeOf reads the shape of task id, whose TTL is ttl.
-func (r *redisServer) shapeOf(ctx context.Context, prefix, id string, ttl time.Duration, zsets []string) shape {
+func (r *redisServer) shapeOf(ctx context.Context, prefix, id string, ttl time.Duration, ix *indexes) shape {
 	sh := shape{bytes: map[string]int64{}, fields: map[string]string{}, ttls: map[string]int64{}, scores: map[string]float64{}}
 	for _, k := range r.keysOf(ctx, id) {
 		suffix := strings.TrimPrefix(k, prefix+"{"+id+"}")
@@ -352,14 +352,18 @@ func (r *redisServer) shapeOf(ctx context.Context, prefix, id string, ttl time.D
 	// Each index entry with its score relative to the task's creation, in
 	// seconds (a receipt keeps its ".5").
 	created, _ := r.c.Do(ctx, r.c.B().Hget().Key(prefix+"{"+id+"}").Field("created").Build()).AsInt64()
-	for _, z := range zsets {
-		if sc, err := r.c.Do(ctx, r.c.B().Zscore().Key(z).Member(id).Build()).AsFloat64(); err == nil {
-			name := strings.TrimPrefix(z, prefix)
+	// A stream entry only by its presence: one behind its stream's top
+	// goes after it (redisstore's streamindex.go).
+	for _, z := range ix.all() {
+		if sc, ok := ix.scoreOf(ctx, z, id); ok {
+			name := ix.name(prefix, z)
 			if sc != float64(int64(sc)) {
 				name += " (receipt)"
 			}
 			sh.indexed = append(sh.indexed, name)
-			sh.scores[name] = (sc - float64(created)) / 1000
+			if !ix.isStream(z) {
+				sh.scores[name] = (sc - float64(created)) / 1000
+			}
 		}
 	}
 	return sh
@@ -443,8 +447,7 @@ func fidelity(real, filled shape) []string {
 
 // purge deletes tasks the measurements created (with their index
 // entries), so that the next size starts from the fleet alone.
-func (r *redisServer) purge(ctx context.Context, prefix string, ids []string, zsets func() []string) {
-	zs := zsets()
+func (r *redisServer) purge(ctx context.Context, prefix string, ids []string, ix *indexes) {
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), 500)]
 		ids = ids[len(batch):]
@@ -453,8 +456,19 @@ func (r *redisServer) purge(ctx context.Context, prefix string, ids []string, zs
 			base := prefix + "{" + id + "}"
 			cmds = append(cmds, r.c.B().Del().Key(base, base+":p", base+":j", base+":r", base+":o", base+":x", base+":e", base+":f1", base+":a", base+":m").Build())
 		}
-		for _, z := range zs {
+		for _, z := range ix.zsets {
 			cmds = append(cmds, r.c.B().Zrem().Key(z).Member(batch...).Build())
+		}
+		for _, z := range ix.streams {
+			var at []string
+			for _, id := range batch {
+				if e, ok := ix.entryOf(ctx, z, id); ok {
+					at = append(at, e)
+				}
+			}
+			if len(at) > 0 {
+				cmds = append(cmds, r.c.B().Xdel().Key(z).Id(at...).Build())
+			}
 		}
 		for _, res := range r.c.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {
@@ -477,7 +491,7 @@ type template struct {
 }
 
 // templateOf reads task id's keys and index entries.
-func (r *redisServer) templateOf(ctx context.Context, prefix, id string, zsets []string) (*template, error) {
+func (r *redisServer) templateOf(ctx context.Context, prefix, id string, ix *indexes) (*template, error) {
 	t := &template{id: id, scores: map[string]float64{}}
 	for _, suffix := range taskSuffixes {
 		key := prefix + "{" + id + "}" + suffix
@@ -498,8 +512,8 @@ func (r *redisServer) templateOf(ctx context.Context, prefix, id string, zsets [
 			expireAt        int64
 		}{suffix, payload, at})
 	}
-	for _, z := range zsets {
-		if sc, err := r.c.Do(ctx, r.c.B().Zscore().Key(z).Member(id).Build()).AsFloat64(); err == nil {
+	for _, z := range ix.all() {
+		if sc, ok := ix.scoreOf(ctx, z, id); ok {
 			t.scores[z] = sc
 		}
 	}
@@ -513,14 +527,14 @@ func (r *redisServer) templateOf(ctx context.Context, prefix, id string, zsets [
 // task's values names its id. Each principal's list index is then cut to
 // maxListed, and the index of all tasks to maxIndexed, as the store's
 // creations keep them.
-func (fl *fleet) clone(ctx context.Context, r *redisServer, prefix string, zsets []string, n, workers, maxListed, maxIndexed int, progress func(int)) error {
+func (fl *fleet) clone(ctx context.Context, r *redisServer, prefix string, ix *indexes, n, workers, maxListed, maxIndexed int, progress func(int)) error {
 	if fl.templates == nil {
 		// The templates: every task filled through the store so far.
 		fl.templates = make([][nKinds][]*template, len(fl.owners))
 		for p := range fl.owners {
 			for k := range nKinds {
 				for _, id := range fl.ids[p][k] {
-					t, err := r.templateOf(ctx, prefix, id, zsets)
+					t, err := r.templateOf(ctx, prefix, id, ix)
 					if err != nil {
 						return fmt.Errorf("template %s: %w", id, err)
 					}
@@ -583,14 +597,23 @@ func (fl *fleet) clone(ctx context.Context, r *redisServer, prefix string, zsets
 						fl.mu.Unlock()
 					}
 				}
+				var streamAdds []rueidis.LuaExec
 				for z, ms := range adds {
+					if ix.isStream(z) {
+						ex := rueidis.LuaExec{Keys: []string{z}}
+						for _, m := range ms {
+							ex.Args = append(ex.Args, strconv.FormatInt(int64(m.score), 10), m.id)
+						}
+						streamAdds = append(streamAdds, ex)
+						continue
+					}
 					cmd := r.c.B().Zadd().Key(z).ScoreMember()
 					for _, m := range ms {
 						cmd = cmd.ScoreMember(m.score, m.id)
 					}
 					cmds = append(cmds, cmd.Build())
 				}
-				for _, res := range r.c.DoMulti(ctx, cmds...) {
+				for _, res := range append(r.c.DoMulti(ctx, cmds...), streamAddLua.ExecMulti(ctx, r.c, streamAdds...)...) {
 					if err := res.Error(); err != nil {
 						errs <- fmt.Errorf("cloning: %w", err)
 						return
@@ -612,20 +635,20 @@ func (fl *fleet) clone(ctx context.Context, r *redisServer, prefix string, zsets
 	if err := <-errs; err != nil {
 		return err
 	}
-	for _, z := range zsets {
-		var err error
-		switch {
-		case strings.Contains(z, "list:"):
-			err = r.c.Do(ctx, r.c.B().Zremrangebyrank().Key(z).Start(0).Stop(int64(-(maxListed + 1))).Build()).Error()
-		case strings.HasSuffix(z, "all"):
-			// The creations' trims (redisstore's listall.go): the marker
-			// and the newest maxIndexed.
-			err = r.c.Do(ctx, r.c.B().Zremrangebyrank().Key(z).Start(1).Stop(int64(-(maxIndexed + 1))).Build()).Error()
+	// The creations' trims (redisstore's list.go and listall.go): about
+	// the newest maxListed, or maxIndexed, entries (whole listpacks go; a
+	// creation trims the few its addition puts over, this trim all at once:
+	// LIMIT 0).
+	for _, z := range ix.streams {
+		keep := maxIndexed
+		if strings.Contains(z, "list:") {
+			keep = maxListed
 		}
-		if err != nil {
+		if err := r.c.Do(ctx, r.c.B().Xtrim().Key(z).Maxlen().Almost().Threshold(strconv.Itoa(keep)).Limit(0).Build()).Error(); err != nil {
 			return err
 		}
 	}
+	clear(ix.entries)
 	fl.n = n
 	return nil
 }

@@ -267,7 +267,7 @@ func (d *deployment) grow(ctx context.Context, n int, cfg config) error {
 		return nil
 	}
 	first := d.fleet.templates == nil
-	zs := d.zsets()
+	zs := d.indexes()
 	if err := d.fleet.clone(ctx, d.redis, d.prefix, zs, n, 4, redisstore.DefaultMaxListed, redisstore.DefaultMaxIndexed, progress); err != nil {
 		return err
 	}
@@ -321,18 +321,10 @@ func (d *deployment) close() {
 	}
 }
 
-// zsets are the sorted sets that index tasks: the due index, the queue,
-// the index of all tasks and each principal's list.
-func (d *deployment) zsets() []string {
-	z := []string{d.prefix + "due", d.prefix + "{queue}", d.prefix + "all"}
-	keys, _ := d.redis.c.Do(context.Background(), d.redis.c.B().Keys().Pattern(d.prefix+"list:*").Build()).AsStrSlice()
-	return append(z, keys...)
-}
-
 // purge deletes what the measurements created.
 func (d *deployment) purge(ctx context.Context) {
 	d.drained(ctx)
-	d.redis.purge(ctx, d.prefix, d.created, d.zsets)
+	d.redis.purge(ctx, d.prefix, d.created, d.indexes())
 	d.created = nil
 }
 
@@ -380,7 +372,7 @@ func (d *deployment) checkFidelity(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("fidelity: filling %s: %w", specs[k].tool, err)
 		}
-		zs := d.zsets()
+		zs := d.indexes()
 		real, filled := d.redis.shapeOf(ctx, d.prefix, reals[k], taskTTL, zs), d.redis.shapeOf(ctx, d.prefix, id, taskTTL, zs)
 		for _, diff := range fidelity(real, filled) {
 			problems = append(problems, kindNames[k]+": "+diff)

@@ -450,12 +450,9 @@ func (d *deployment) memoryOf(ctx context.Context, samples int) memory {
 			m.ByKey[s] += weight * float64(v) / float64(samples)
 		}
 	}
-	for _, z := range d.zsets() {
-		name := strings.TrimPrefix(z, d.prefix)
-		if strings.HasPrefix(name, "list:") {
-			name = "list:<principal>"
-		}
-		m.ByKey[name] += float64(d.redis.memoryUsage(z)) / n
+	ix := d.indexes()
+	for _, z := range ix.all() {
+		m.ByKey[ix.name(d.prefix, z)] += float64(d.redis.memoryUsage(z)) / n
 	}
 	// MEMORY STATS is a map on RESP3 (rueidis's protocol).
 	if stats, err := d.redis.c.Do(ctx, d.redis.c.B().MemoryStats().Build()).AsMap(); err == nil {

@@ -20,9 +20,11 @@ import (
 //     now or the store's bound drops it: the index keeps at least the
 //     newest tasks up to a bound the store documents, and expires with
 //     them.
-//   - Order is CreatedAt descending, ties by id descending; a page starts
-//     after the task its cursor names, so a task created since a page was
-//     read does not shift the pages after it.
+//   - Order is CreatedAt descending; tasks created in the same millisecond
+//     come in an order of the store's choosing (by id descending on
+//     PostgreSQL, the later creation first on Redis), the same on every
+//     page. A page starts after the task its cursor names, so a task
+//     created since a page was read does not shift the pages after it.
 //   - A cursor the store did not issue answers [driver.ErrBadCursor].
 //   - The filter is applied before the limit: a page holds up to limit
 //     tasks that match it. Which tasks a page examines to find them is the

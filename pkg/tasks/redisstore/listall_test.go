@@ -17,70 +17,75 @@ import (
 	"github.com/mcptasks/mcptasks/pkg/tasks/storetest"
 )
 
-// midHour is a time in the middle of the current hour: creations at it and
-// a few ms after fall in one upkeep window of the index of all tasks.
+// midHour is a time in the middle of the current hour.
 func midHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute) }
 
-// The index of all tasks is bounded and expiring: the first creation of
-// an hour drops the members beyond Options.MaxIndexed and those created
-// more than driver.MaxTTL ago, and sets the set's expiry past the end of
-// every task it holds; the other creations of the hour add one member.
-// A store with the index off writes none.
+// entries are the task ids in the index stream key, oldest first.
+func entries(t *testing.T, rc rueidis.Client, key string) []string {
+	t.Helper()
+	es, err := rc.Do(t.Context(), rc.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatal(err)
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.FieldValues["i"]
+	}
+	return out
+}
+
+// The index of all tasks is bounded and expiring: each creation trims it
+// to about Options.MaxIndexed entries (whole listpacks of about a hundred
+// go, so it never holds more than MaxIndexed plus a hundred) and keeps it
+// until driver.MaxTTL and an hour from now; a creation whose id starts
+// with trimMark drops the entries older than MaxTTL. ListAll lists what it
+// holds, newest first. A store with the index off writes none.
 func TestAllIndexBounded(t *testing.T) {
+	const maxIndexed, n = 100, 450
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			rc := b.client(t)
-			s := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: 3})
+			s := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: maxIndexed})
 			ctx := t.Context()
 			now := midHour()
-			create := func(at time.Time) string {
+			create := func(at time.Time, id string) string {
 				t.Helper()
-				// Not a trimming id (trimMark): this test is about the
-				// hourly upkeep alone (TestAllIndexBoundedUnderBursts is
-				// about the other).
-				id := driver.NewID()
-				for id[0] == trimMark {
-					id = driver.NewID()
-				}
 				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
 					TTL: time.Hour, PollInterval: time.Second, Now: at}); err != nil {
 					t.Fatal(err)
 				}
 				return id
 			}
-			key := s.allKeys[0]
-			members := func() []string {
-				t.Helper()
-				m, err := rc.Do(ctx, rc.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
+			key := streamOf(s.allKeys[0])
 			var made []string
-			for i := range 5 {
-				made = append(made, create(now.Add(time.Duration(i)*time.Millisecond)))
+			most := 0
+			for i := range n {
+				made = append(made, create(now.Add(time.Duration(i)*time.Millisecond), driver.NewID()))
+				most = max(most, len(entries(t, rc, key)))
 			}
-			if got := members(); !slices.Equal(got, append([]string{"~"}, made...)) {
-				t.Errorf("index within one hour = %v, want the marker and all five %v", got, made)
+			got := entries(t, rc, key)
+			if len(got) < maxIndexed || most > maxIndexed+100 || !slices.Equal(got, made[n-len(got):]) {
+				t.Errorf("after %d creations the index holds %d entries (at most %d), want the newest %d to %d in order",
+					n, len(got), most, maxIndexed, maxIndexed+100)
 			}
 			pttl, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
 			if want := (driver.MaxTTL + indexWindow).Milliseconds(); err != nil || pttl <= want-time.Minute.Milliseconds() || pttl > want {
 				t.Errorf("index PTTL = %d (%v), want about %d", pttl, err, want)
 			}
-			// The next hour's first creation trims to the newest three.
-			late := create(now.Add(time.Hour))
-			if got, want := members(), []string{"~", made[3], made[4], late}; !slices.Equal(got, want) {
-				t.Errorf("index after the hour turned = %v, want %v", got, want)
+			ts, next, err := s.ListAll(ctx, nil, "", 1000, now.Add(time.Second))
+			if err != nil || next != "" || !slices.Equal(ids(ts), reversed(got)) {
+				t.Errorf("ListAll = %d tasks, %q, %v; want the %d indexed, newest first", len(ts), next, err, len(got))
 			}
-			ts, next, err := s.ListAll(ctx, nil, "", 10, now.Add(time.Hour))
-			if err != nil || next != "" || len(ts) != 3 || ts[0].ID != late {
-				t.Errorf("ListAll = %v, %q, %v; want the three indexed tasks, newest first", ids(ts), next, err)
+			// A creation more than MaxTTL later whose id starts with
+			// trimMark drops every older entry but those that share its
+			// listpack.
+			id := driver.NewID()
+			for id[0] != trimMark {
+				id = driver.NewID()
 			}
-			// A creation more than MaxTTL later drops every older member.
-			last := create(now.Add(driver.MaxTTL + 2*time.Hour))
-			if got := members(); !slices.Equal(got, []string{"~", last}) {
-				t.Errorf("index after MaxTTL = %v, want the marker and %s", got, last)
+			create(now.Add(driver.MaxTTL+2*time.Hour), id)
+			if got := entries(t, rc, key); len(got) > 101 || got[len(got)-1] != id {
+				t.Errorf("index after MaxTTL holds %d entries, want at most 101, the last %s", len(got), id)
 			}
 
 			off := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: -1})
@@ -98,56 +103,24 @@ func TestAllIndexBounded(t *testing.T) {
 	}
 }
 
-// A burst of creations within one upkeep window does not grow the index
-// of all tasks past Options.MaxIndexed by more than the creations since
-// the last one whose id starts with trimMark (one in 64): before, the
-// whole burst stayed until the hour turned (a million creations in minutes
-// kept a million members, about 120 bytes of Redis memory per task).
-// The set's size is predicted exactly from the ids created.
-func TestAllIndexBoundedUnderBursts(t *testing.T) {
-	const maxIndexed, burst = 20, 3000
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			rc := b.client(t)
-			s := New(rc, &Options{Prefix: uniquePrefix(), MaxIndexed: maxIndexed})
-			ctx := t.Context()
-			now := midHour()
-			want, most := 0, 0
-			for i := range burst {
-				id := driver.NewID()
-				if _, err := s.Create(ctx, &driver.NewTask{ID: id, Owner: "alice", Tool: "tool", Args: json.RawMessage(`{}`),
-					TTL: time.Hour, PollInterval: time.Second, Now: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
-					t.Fatal(err)
-				}
-				want++
-				if i > 0 && id[0] == trimMark {
-					want = min(want, maxIndexed)
-				}
-				most = max(most, want)
-			}
-			n, err := rc.Do(ctx, rc.B().Zcard().Key(s.allKeys[0]).Build()).AsInt64()
-			if err != nil || n != int64(want)+1 {
-				t.Fatalf("the index holds %d members (%v) after %d creations, want %d and the marker", n, err, burst, want)
-			}
-			if most > burst/4 {
-				t.Fatalf("the index held up to %d members of %d creations: the ids drew no trim", most, burst)
-			}
-			t.Logf("%d creations in one window: the index held at most %d members (MaxIndexed %d), %d at the end", burst, most+1, maxIndexed, n)
-		})
-	}
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
 
-// The index of all tasks costs a creation one command: a ZADD, inside the
-// create script (no round trip of its own), measured with INFO
-// commandstats against a store with the index off, creations interleaved,
-// on a redis-server, with and without dispatching to a queue (the
-// difference by command, connection upkeep of the client left out). (The hourly
-// upkeep is in the warm-up creation.) On a Redis Cluster the ZADD runs in
-// an EVAL pipelined after the create script: two commands, logged.
+// The index of all tasks costs a creation two commands, an XADD and a
+// PEXPIRE, inside the create script (no round trip of its own), and an
+// XTRIM for one creation in 64, measured with INFO commandstats against a
+// store with the index off, creations interleaved, on a redis-server, with
+// and without dispatching to a queue (the difference by command,
+// connection upkeep of the client left out). (The creation of the stream
+// is in the warm-up.) On a Redis Cluster they run in an EVAL pipelined
+// after the create script.
 func TestAllIndexCommandsPerCreate(t *testing.T) {
 	const rounds = 40
 	// marked counts the measured creations of the indexed store whose id
-	// starts with trimMark: each also counts the index (ZCARD).
+	// starts with trimMark: each also trims the index (XTRIM).
 	var marked int64
 	measure := func(t *testing.T, rc rueidis.Client, admin func() map[string]int64, dispatch bool) (on, off int64, extra map[string]int64) {
 		ctx := t.Context()
@@ -174,7 +147,7 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 		}
 		// Warm-up: the scripts loaded (on every master of a cluster: 30
 		// random ids miss one of three with odds of 1 in 60,000), the
-		// index's upkeep of this hour done.
+		// index's stream made.
 		for _, s := range stores {
 			for range 30 {
 				create(s, 0)
@@ -215,12 +188,12 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 			on, off, extra := measure(t, rc, func() map[string]int64 { return testredis.CommandCalls(t, rc) }, dispatch)
 			t.Logf("commands per create: %.2f with the index, %.2f without (%d creations each); the difference by command: %v",
 				float64(on)/rounds, float64(off)/rounds, rounds, extra)
-			want := map[string]int64{"zadd": rounds, "zcard": marked}
+			want := map[string]int64{"xadd": rounds, "pexpire": rounds, "xtrim": marked}
 			if marked == 0 {
-				delete(want, "zcard")
+				delete(want, "xtrim")
 			}
 			if !maps.Equal(extra, want) {
-				t.Errorf("the index cost %v over %d creations, want exactly one ZADD each and a ZCARD for the %d whose id starts with %q", extra, rounds, marked, trimMark)
+				t.Errorf("the index cost %v over %d creations, want exactly an XADD and a PEXPIRE each and an XTRIM for the %d whose id starts with %q", extra, rounds, marked, trimMark)
 			}
 		})
 	}
@@ -239,17 +212,17 @@ func TestAllIndexCommandsPerCreate(t *testing.T) {
 		on, off, extra := measure(t, rc, admin, false)
 		t.Logf("Redis Cluster: commands per create: %.2f with the index, %.2f without; the difference by command: %v",
 			float64(on)/rounds, float64(off)/rounds, extra)
-		want := map[string]int64{"zadd": rounds, "eval": rounds, "zcard": marked}
+		want := map[string]int64{"xadd": rounds, "pexpire": rounds, "eval": rounds, "xtrim": marked}
 		if marked == 0 {
-			delete(want, "zcard")
+			delete(want, "xtrim")
 		}
 		if !maps.Equal(extra, want) {
-			t.Errorf("on a Redis Cluster the index cost %v over %d creations, want an EVAL and its ZADD each (and a ZCARD for the %d marked)", extra, rounds, marked)
+			t.Errorf("on a Redis Cluster the index cost %v over %d creations, want an EVAL and its XADD and PEXPIRE each (and an XTRIM for the %d marked)", extra, rounds, marked)
 		}
 	})
 }
 
-// An index entry whose task is gone (expired before an upkeep dropped it)
+// An index entry whose task is gone (expired before a trim dropped it)
 // is skipped, and a page of such entries does not end the listing early.
 func TestListAllSkipsGone(t *testing.T) {
 	rc := testredis.Client(t, "redis-server")
@@ -262,7 +235,8 @@ func TestListAllSkipsGone(t *testing.T) {
 	}
 	// 60 entries newer than it whose tasks are gone.
 	for i := range 60 {
-		if err := rc.Do(ctx, rc.B().Zadd().Key(s.allKeys[0]).ScoreMember().ScoreMember(float64(now.UnixMilli()+int64(i)+1), driver.NewID()).Build()).Error(); err != nil {
+		if err := rc.Do(ctx, rc.B().Xadd().Key(streamOf(s.allKeys[0])).Id(entryID{uint64(now.UnixMilli() + int64(i) + 1), 0}.String()).
+			FieldValue().FieldValue("i", driver.NewID()).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}

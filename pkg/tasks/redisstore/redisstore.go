@@ -16,6 +16,11 @@
 //	<prefix>{<id>}:w:<digest>  string: the schema and secret of a signed callback's wait (events.go)
 //	<prefix>wm:<day>.<digest>  string: a wait's schema, shared by the tasks expiring that day (events.go)
 //
+// and, outside any task's slot, the indexes: the due index and the queue
+// (sorted sets, below), each principal's list {<prefix>list:<hash>} and the
+// index of all tasks {<prefix>all} (streams of task ids: list.go,
+// listall.go, streamindex.go).
+//
 // A task that makes no offers never has the :o key. A task in
 // input_required shows both hashes as its InputRequests. The record
 // keeps Redis's compact listpack encoding by holding no value longer than
@@ -149,12 +154,13 @@ type Options struct {
 	// every wake in the commit.
 	WakeHorizon time.Duration
 	// MaxListed bounds each principal's list index (driver.Lister): List
-	// shows at most the newest MaxListed unexpired tasks of a principal.
-	// Zero means DefaultMaxListed.
+	// shows the newest MaxListed unexpired tasks of a principal, and at most
+	// about a hundred more (the index drops its oldest entries a listpack at
+	// a time; see streamindex.go). Zero means DefaultMaxListed.
 	MaxListed int
 	// MaxIndexed bounds the index of all tasks (inspect.Lister, the
 	// operator's view; see listall.go): it keeps at least the newest
-	// MaxIndexed unexpired tasks. Zero means DefaultMaxIndexed; a negative
+	// MaxIndexed unexpired tasks, and at most about a hundred more. Zero means DefaultMaxIndexed; a negative
 	// value turns the index off (a creation then costs no command for it,
 	// and ListAll fails).
 	MaxIndexed int
@@ -694,9 +700,10 @@ func (s *Store) Create(ctx context.Context, nt *driver.NewTask) (*driver.Task, e
 
 // uncreate removes a task whose creation was refused after the write
 // (best effort, on a context of its own: the usual cause is a failing
-// primary): its keys, its due-index entry, its list entry and, when the
-// store dispatches, its queue message. The live-set place is handed back
-// by Create.
+// primary): its keys, its due-index entry and, when the store dispatches,
+// its queue message. Its entries in the list index and the index of all
+// tasks stay: their readers skip a task that is gone. The live-set place
+// is handed back by Create.
 func (s *Store) uncreate(ctx context.Context, nt *driver.NewTask) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
 	defer cancel()
@@ -704,12 +711,6 @@ func (s *Store) uncreate(ctx context.Context, nt *driver.NewTask) {
 	cmds := []rueidis.Completed{
 		s.c.B().Del().Key(t, p, j, r, s.offersKey(nt.ID), s.resultKey(nt.ID), s.eventsKey(nt.ID), s.spillKey(nt.ID), s.msgKey(nt.ID)).Build(),
 		s.c.B().Zrem().Key(s.dueKey(nt.ID)).Member(nt.ID).Build(),
-	}
-	if nt.Listed {
-		cmds = append(cmds, s.c.B().Zrem().Key(s.listKey(nt.Owner)).Member(nt.ID).Build())
-	}
-	if s.allKeys != nil {
-		cmds = append(cmds, s.c.B().Zrem().Key(s.allKey(nt.ID)).Member(nt.ID).Build())
 	}
 	if s.queueKeys != nil {
 		q, _ := s.queueKeys(nt.ID)

@@ -209,7 +209,7 @@ local function delivered(e, now)
 end
 `
 
-// createLua: KEYS t j r a [all]; ARGV exp, now, nResp, spill,
+// createLua: KEYS t j r a [all, its earlier sorted set]; ARGV exp, now, nResp, spill,
 // fieldPairs..., respPairs... (the fields hold the journal gathered before
 // the task existed: journal.go; nothing goes to j, named for the position
 // of all). The spill string (empty: none) goes to a (see spill.go). The

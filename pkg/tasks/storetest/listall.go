@@ -12,7 +12,8 @@ import (
 
 // testListAll checks inspect.Lister, for a store that implements it: the
 // tasks of every principal (listed for tasks/list or not), newest first
-// with ties by id descending, a page at a time with an opaque cursor; a
+// (ties, created in the same millisecond, in any order but each once), a
+// page at a time with an opaque cursor; a
 // filter applied before the limit; expired tasks not listed; a cursor the
 // store did not issue refused; a task's state as Get shows it.
 func testListAll(f *fixture) {
@@ -42,7 +43,8 @@ func testListAll(f *fixture) {
 		}
 		mk(owner, tl, time.Duration(i)*time.Millisecond, i == 0)
 	}
-	// Two at the same millisecond: ordered by id, descending.
+	// Two at the same millisecond: in the store's order, the same on every
+	// page.
 	mk(stranger, tool, 5*time.Millisecond, false)
 	mk(stranger, tool, 5*time.Millisecond, false)
 	slices.SortFunc(all, func(a, b made) int {
@@ -89,15 +91,41 @@ func testListAll(f *fixture) {
 		}
 		return out
 	}
+	// tiesByID is got with each run of tasks created in the same
+	// millisecond sorted by id, descending (the order of want), after
+	// checking that got is newest first.
+	at := map[string]time.Time{}
+	for _, m := range all {
+		at[m.id] = m.at
+	}
+	tiesByID := func(got []string) []string {
+		f.t.Helper()
+		out := slices.Clone(got)
+		for i := 1; i < len(out); i++ {
+			if at[out[i]].After(at[out[i-1]]) {
+				f.t.Errorf("ListAll listed %s (created %v) after %s (created %v): not newest first", out[i], at[out[i]], out[i-1], at[out[i-1]])
+			}
+		}
+		slices.SortStableFunc(out, func(a, b string) int {
+			if c := at[b].Compare(at[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(b, a)
+		})
+		return out
+	}
 	check := func(what string, flt *inspect.Filter, limit int, w []string) {
 		f.t.Helper()
-		if got := pages(flt, limit); !slices.Equal(got, w) {
+		if got := pages(flt, limit); !slices.Equal(tiesByID(got), w) {
 			f.t.Errorf("ListAll %s, pages of %d = %v, want %v", what, limit, got, w)
 		}
 	}
 	everything := want(func(made) bool { return true })
 	check("of everything", nil, 3, everything)
 	check("of everything", &inspect.Filter{}, 100, everything)
+	if one, whole := pages(nil, 1), pages(nil, 100); !slices.Equal(one, whole) {
+		f.t.Errorf("ListAll in pages of 1 = %v, in one page = %v: the order changed with the pages", one, whole)
+	}
 	check("by owner", &inspect.Filter{Owner: stranger}, 1, want(func(m made) bool { return m.owner == stranger }))
 	check("by tool", &inspect.Filter{Tool: "transcode"}, 1, want(func(m made) bool { return m.tool == "transcode" }))
 	since, until := f.at(time.Millisecond), f.at(4*time.Millisecond)
