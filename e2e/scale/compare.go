@@ -101,6 +101,9 @@ func compare(spec string) error {
 		for _, m := range metrics {
 			va, vb := values(a, size, m.f), values(b, size, m.f)
 			ma, mb := median(va, id), median(vb, id)
+			if ma == 0 && mb == 0 {
+				continue // not measured (-memory-only runs measure memory alone)
+			}
 			show := func(med float64, vs []float64) string {
 				var each []string
 				for _, v := range vs {

@@ -107,7 +107,7 @@ func main() {
 	flag.IntVar(&cfg.fillers, "fillers", 64, "goroutines filling Redis")
 	flag.IntVar(&cfg.storeFill, "store-fill", 20000, "live tasks written through the store; the rest are copies of them (see fleet.clone)")
 	flag.IntVar(&cfg.dueEntries, "due", 500, "due-index entries of a sweep with work")
-	flag.StringVar(&cfg.jsonOut, "json", "bench-results/scale.json", "where to write the results as JSON")
+	flag.StringVar(&cfg.jsonOut, "json", "bench-results/scale.json", "where to write the results as JSON (with -memory-only, default bench-results/scale-memory.json)")
 	flag.StringVar(&cfg.bin, "bin", "", "a prebuilt mcptasks binary (default: build ./cmd/mcptasks)")
 	flag.BoolVar(&cfg.memoryOnly, "memory-only", false, "fill the sizes and measure memory and the fill's Redis commands only (a quick check)")
 	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do), steps or list (its time per worker step or tasks/list page by command, against the reference)")
@@ -150,6 +150,14 @@ func main() {
 	}
 	if !slices.IsSorted(cfg.sizes) || cfg.rounds < 1 || cfg.principals < 1 {
 		log.Fatal("-sizes must ascend; -rounds and -principals must be at least 1")
+	}
+	if cfg.memoryOnly {
+		// A quick check must not overwrite the full run's results.
+		set := false
+		flag.Visit(func(f *flag.Flag) { set = set || f.Name == "json" })
+		if !set {
+			cfg.jsonOut = "bench-results/scale-memory.json"
+		}
 	}
 	if err := run(cfg); err != nil {
 		log.Fatal(err)
@@ -496,6 +504,7 @@ func run(cfg config) error {
 			log.Printf("size %d: redis-server CPU %.0f µs per filled task", size, (big.redis.redisCPU()-cpu0)*1e6/float64(size-prevSize(cfg.sizes, size)))
 			log.Printf("size %d: filled in %.1fs; %.0f bytes of used_memory per live task; MEMORY USAGE per task %v; tables %.0f + %.0f per task; %d keys",
 				size, res.FillSeconds, res.Memory.PerTask, roundMap(res.Memory.ByKey), res.Memory.MainDict, res.Memory.Expires, res.Memory.Keys)
+			rep.Results = append(rep.Results, res)
 			continue
 		}
 		log.Printf("size %d: filled in %.1fs (%.0f tasks/s)", size, res.FillSeconds, float64(size-prevSize(cfg.sizes, size))/res.FillSeconds)
@@ -560,9 +569,9 @@ func run(cfg config) error {
 		case "list":
 			listProbe(ref, big)
 		}
-		return nil
+	} else {
+		printTable(rep)
 	}
-	printTable(rep)
 	if err := os.MkdirAll(filepath.Dir(cfg.jsonOut), 0o755); err != nil {
 		return err
 	}
