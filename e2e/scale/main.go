@@ -110,7 +110,7 @@ func main() {
 	flag.StringVar(&cfg.jsonOut, "json", "bench-results/scale.json", "where to write the results as JSON (with -memory-only, default bench-results/scale-memory.json)")
 	flag.StringVar(&cfg.bin, "bin", "", "a prebuilt mcptasks binary (default: build ./cmd/mcptasks)")
 	flag.BoolVar(&cfg.memoryOnly, "memory-only", false, "fill the sizes and measure memory and the fill's Redis commands only (a quick check)")
-	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do), steps or list (its time per worker step or tasks/list page by command, against the reference)")
+	flag.StringVar(&cfg.probe, "probe", "", "with -memory-only, at the last size: idle (redis-server's CPU with nothing to do), steps or list (its time per worker step or tasks/list page by command, against the reference), get (the one-client tasks/get tail, with redis-server's latency monitor)")
 	tableFlag := flag.String("table", "", "a JSON report of an earlier run: print its table and exit")
 	compareFlag := flag.String("compare", "", "label=file,...: print the runs of two variants side by side (scripts/bench-scale-ab) and exit")
 	mixFlag := flag.String("mix", "5,3,2", "tasks sleeping, waiting for input and awaiting a callback in every sum of them")
@@ -534,13 +534,18 @@ func run(cfg config) error {
 			addTo(&res.SweepIdle, isBig, d.sweep(ctx, 0))
 			addTo(&res.SweepDue, isBig, d.sweep(ctx, cfg.dueEntries))
 		})
+		// One client first in each turn (as tools/call does): its rows are
+		// the service time without queueing, which right after the
+		// deployment was saturated measured the recovery from that too
+		// (the one-client tasks/get p99 at 1M: 1.59-1.71× the reference
+		// measured after 32 clients, 1.0× alone; BENCHMARKS.md, "Scale").
 		turns(func(d *deployment, isBig bool) {
-			addTo(&res.Get, isBig, d.gets(cfg.clients, cfg.duration))
 			addTo(&res.Get1, isBig, d.gets(1, cfg.duration/2))
+			addTo(&res.Get, isBig, d.gets(cfg.clients, cfg.duration))
 		})
 		turns(func(d *deployment, isBig bool) {
-			addTo(&res.List, isBig, d.lists(cfg.clients/4, cfg.duration))
 			addTo(&res.List1, isBig, d.lists(1, cfg.duration/2))
+			addTo(&res.List, isBig, d.lists(cfg.clients/4, cfg.duration))
 		})
 		turns(func(d *deployment, isBig bool) {
 			s, w, r := d.workerSteps(cfg.workerTasks)
@@ -568,6 +573,8 @@ func run(cfg config) error {
 			stepProbe(ctx, ref, big)
 		case "list":
 			listProbe(ref, big)
+		case "get":
+			getProbe(ref, big)
 		}
 	} else {
 		printTable(rep)
@@ -899,6 +906,58 @@ func listProbe(ref, big *deployment) {
 				top = append(top, fmt.Sprintf("%s %.0fµs/page (%.2fµs/call)", c.name, c.us, c.perCall))
 			}
 			log.Printf("list probe %d %s (%d tasks): p50 %.2f ms, %.1f tasks a page; %s", r, d.name, d.fleet.n, res.P50Ms, res.Items, strings.Join(top, ", "))
+		}
+	}
+}
+
+// getProbe measures tasks/get from one client, the reference and the big
+// deployment in turns (4 rounds of 3 s without the worker processes, then
+// 4 with them), with the 99.9th percentile and what redis-server's latency
+// monitor saw (events of 1 ms or more: LATENCY LATEST) during each round.
+func getProbe(ref, big *deployment) {
+	ctx := context.Background()
+	for r := range 8 {
+		if r == 4 {
+			for _, d := range []*deployment{ref, big} {
+				if err := d.startWorker(); err != nil {
+					log.Fatal(err)
+				}
+				defer d.stopWorker()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		for _, d := range []*deployment{ref, big} {
+			c := d.redis.c
+			_ = c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("latency-monitor-threshold", "1").Build()).Error()
+			_ = c.Do(ctx, c.B().LatencyReset().Build()).Error()
+			_ = c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "1000").Build()).Error()
+			_ = c.Do(ctx, c.B().SlowlogReset().Build()).Error()
+			res := d.gets(1, 3*time.Second)
+			slow, _ := c.Do(ctx, c.B().SlowlogGet().Count(5).Build()).ToArray()
+			var slowest []string
+			for _, e := range slow {
+				f, _ := e.ToArray()
+				if len(f) >= 4 {
+					us, _ := f[2].AsInt64()
+					args, _ := f[3].AsStrSlice()
+					if len(args) > 3 {
+						args = args[:3]
+					}
+					slowest = append(slowest, fmt.Sprintf("%v %d µs", args, us))
+				}
+			}
+			events, _ := c.Do(ctx, c.B().LatencyLatest().Build()).ToArray()
+			var seen []string
+			for _, e := range events {
+				f, _ := e.ToArray()
+				if len(f) >= 4 {
+					name, _ := f[0].ToString()
+					n, _ := f[3].AsInt64()
+					seen = append(seen, fmt.Sprintf("%s max %d ms", name, n))
+				}
+			}
+			log.Printf("get probe %d %s (%d tasks, worker %v): %d gets, p50 %.2f p99 %.2f p99.9 %.2f ms; redis latency events: %v; slowlog: %v",
+				r, d.name, d.fleet.n, r >= 4, res.Ops, res.P50Ms, res.P99Ms, res.P999Ms, seen, slowest)
 		}
 	}
 }

@@ -24,6 +24,8 @@ type rate struct {
 	PerSec float64 `json:"perSec"`
 	P50Ms  float64 `json:"p50Ms"`
 	P99Ms  float64 `json:"p99Ms"`
+	// P999Ms is the 99.9th percentile (for the probes; not in the table).
+	P999Ms float64 `json:"p999Ms,omitempty"`
 	// Items is the mean number of tasks in a tasks/list answer.
 	Items float64 `json:"items,omitempty"`
 }
@@ -83,6 +85,7 @@ func (d *deployment) load(tokens []string, clients int, dur time.Duration, metho
 	if len(lat) > 0 {
 		r.P50Ms = msOf(lat[len(lat)/2])
 		r.P99Ms = msOf(lat[len(lat)*99/100])
+		r.P999Ms = msOf(lat[len(lat)*999/1000])
 	}
 	return r
 }
